@@ -1,0 +1,87 @@
+"""The `compact` command: `compact FILE [OPTIONS]` plus a few subcommands beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import typer
+
+from cli.errors import ErrorBoundaryGroup
+
+DEFAULT_COMMAND = "run"
+_PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
+
+
+class DefaultCommandGroup(ErrorBoundaryGroup):
+    """Routes `compact FILE ...` to `compact run FILE ...`.
+
+    Anything that is not a subcommand name (a path, or an option of `run`)
+    goes to the default command, so the primary form needs no verb; a file
+    named like a subcommand is reached as `./name`.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in _PASSTHROUGH:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+app = typer.Typer(
+    cls=DefaultCommandGroup,
+    name="compact",
+    help=(
+        "Compact an LLM transcript (JSONL) to a token or message budget.\n\n"
+        "Usage: compact FILE --max-tokens 8000  (short for `compact run FILE ...`).\n\n"
+        "Run `compact run --help` for every compaction option."
+    ),
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"compact {version('compact-transcripts')}")
+        except PackageNotFoundError:
+            typer.echo("compact (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Compact an LLM transcript (JSONL) to a token or message budget."""
+
+
+def _register() -> None:
+    from cli import commands
+
+    app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
+    app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
+        commands.count
+    )
+    config_app = typer.Typer(help="Show or check the effective configuration.", no_args_is_help=True)
+    config_app.command(name="show", help="Print the effective configuration as JSON.")(commands.config_show)
+    app.add_typer(config_app, name="config")
+    try:  # TEMP until cli/graph.py lands
+        from cli import graph
+
+        app.add_typer(graph.graph_app, name="graph")
+    except ImportError:
+        pass
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> Any:
+    return app(args=argv, prog_name="compact")

@@ -1,0 +1,237 @@
+"""The commands: parse options, call one core function, render the result."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from core.errors import EXIT_OVER_BUDGET, ConfigError
+
+RUN_HELP = """Compact a transcript to a budget and write it to stdout (or -o FILE).
+
+FILE is a JSONL transcript, one message per line; `-` reads stdin.
+Examples: `compact session.jsonl --max-tokens 8000 > small.jsonl`,
+`compact session.jsonl --model gpt-4o --max-fraction 0.5 -o small.jsonl --report r.json`.
+Exit codes: 0 done; 2 bad usage or input; 3 still over budget with --strict.
+"""
+
+# -- options shared by run, count and config show ---------------------------------
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML or JSON config file (MemoryConfig).", dir_okay=False)]
+MaxTokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Token budget: compact until under N tokens. Clears max_fraction.")]
+MaxMessagesOpt = Annotated[Optional[int], typer.Option("--max-messages", min=1, help="Message budget: at most N messages. Wins over a token budget.")]
+MaxFractionOpt = Annotated[Optional[float], typer.Option("--max-fraction", min=0.0, max=1.0, help="Token budget as a fraction of the window (default 0.8).")]
+WindowOpt = Annotated[Optional[int], typer.Option("--context-window", min=1, help="Context window in tokens when --model does not resolve one (default 128000).")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Model name (gpt-4o, claude-sonnet-4, …): sets the window and the encoder.")]
+EncoderOpt = Annotated[Optional[str], typer.Option("--encoder", help="tiktoken encoding or model name, or `heuristic` (default cl100k_base).")]
+BackendOpt = Annotated[Optional[str], typer.Option("--backend", help="Tokenizer backend: auto (bpe-openai when installed), tiktoken or bpe.")]
+CharsOpt = Annotated[Optional[float], typer.Option("--chars-per-token", min=0.1, help="Characters per token for --encoder heuristic (default 4.0).")]
+FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", help="Add the chat API's framing tokens (3 per message, 1 per name, 3 for the reply).")]
+WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a one-shot `CUCA context warning:` system message when usage reaches this fraction of the window.")]
+TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass (default 2).")]
+StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", help="NAME[:key=value,...]; repeat to give the ordered list (replaces the configured one).")]
+KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", help="Pin more messages: role:NAME, tool:NAME, match:REGEX, line:N or line:A-B. Repeatable.")]
+
+
+def build_config(
+    config: Path | None,
+    *,
+    max_tokens: int | None = None,
+    max_messages: int | None = None,
+    max_fraction: float | None = None,
+    context_window: int | None = None,
+    model: str | None = None,
+    encoder: str | None = None,
+    backend: str | None = None,
+    chars_per_token: float | None = None,
+    framing: bool | None = None,
+    warn_fraction: float | None = None,
+    offload_turns: int | None = None,
+    strategy: list[str] | None = None,
+    keep: list[str] | None = None,
+) -> Any:
+    from core.config import MemoryConfig, StrategySpec, load_config
+
+    base = load_config(str(config)) if config is not None else MemoryConfig()
+    strategies = tuple(StrategySpec.parse(s) for s in strategy) if strategy else None
+    return base.with_overrides(
+        max_tokens=max_tokens,
+        max_messages=max_messages,
+        max_fraction=max_fraction,
+        context_window_tokens=context_window,
+        model=model,
+        encoder=encoder,
+        backend=backend,
+        chars_per_token=chars_per_token,
+        framing=framing,
+        warn_fraction=warn_fraction,
+        offload_turns=offload_turns,
+        strategies=strategies,
+        keep=tuple([*base.keep, *keep]) if keep else None,
+    )
+
+
+def _stderr_console(table: bool | None) -> Any:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    show = console.is_terminal if table is None else table
+    return console if show else None
+
+
+def run(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)],
+    max_tokens: MaxTokensOpt = None,
+    max_messages: MaxMessagesOpt = None,
+    max_fraction: MaxFractionOpt = None,
+    context_window: WindowOpt = None,
+    model: ModelOpt = None,
+    encoder: EncoderOpt = None,
+    backend: BackendOpt = None,
+    chars_per_token: CharsOpt = None,
+    framing: FramingOpt = None,
+    warn_fraction: WarnOpt = None,
+    offload_turns: TurnsOpt = None,
+    strategy: StrategyOpt = None,
+    keep: KeepOpt = None,
+    config: ConfigOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Run every strategy fully, once, whatever the budget.")] = False,
+    unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: only count, warn and render.")] = False,
+    repair: Annotated[bool, typer.Option("--repair", help="Drop tool calls without results and results without calls found in the input.")] = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are and list them in the report instead of failing.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the result is still over budget.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the transcript to FILE (atomically) instead of stdout.", dir_okay=False)] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE atomically, keeping FILE.bak.")] = False,
+    report: Annotated[Optional[str], typer.Option("--report", help="Write the CompressionReport (JSON) to FILE; `-` for stdout when the transcript goes to a file.")] = None,
+    table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Show the usage table on stderr (default: when stderr is a terminal).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the persistent token-count cache.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    from core.api import compact_file
+    from core.pipeline import BUDGET, FULL, UNLIMITED
+
+    if full and unlimited:
+        raise ConfigError("--full and --unlimited are mutually exclusive", fix="give one of them")
+    if in_place and output is not None:
+        raise ConfigError("--in-place and --output are mutually exclusive", fix="give one of them")
+    if in_place and file == "-":
+        raise ConfigError("--in-place needs a file, not stdin")
+    to_stdout = output is None and not in_place
+    if report == "-" and to_stdout:
+        raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
+    settings = build_config(
+        config,
+        max_tokens=max_tokens,
+        max_messages=max_messages,
+        max_fraction=max_fraction,
+        context_window=context_window,
+        model=model,
+        encoder=encoder,
+        backend=backend,
+        chars_per_token=chars_per_token,
+        framing=framing,
+        warn_fraction=warn_fraction,
+        offload_turns=offload_turns,
+        strategy=strategy,
+        keep=keep,
+    )
+    mode = FULL if full else UNLIMITED if unlimited else BUDGET
+    result = compact_file(file, settings, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache)
+    _write_outputs(result, file, output=output, in_place=in_place, report=report)
+    console = _stderr_console(table)
+    if console is not None:
+        from cli.render import print_table
+
+        print_table(result.report, console, compacted=mode != UNLIMITED)
+    if strict and result.over_budget:
+        raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
+    import orjson
+
+    from core.fileio import atomic_write_bytes
+    from core.transcript import write_backup, write_stream, write_transcript
+
+    report_bytes = orjson.dumps(result.report, option=orjson.OPT_INDENT_2) + b"\n"
+    # The report is written first: if it cannot be, the transcript is not touched either.
+    if report not in (None, "-"):
+        atomic_write_bytes(report, report_bytes)
+    if in_place:
+        write_backup(file)
+        write_transcript(result.messages, file)
+    elif output is not None:
+        write_transcript(result.messages, str(output))
+    else:
+        write_stream(result.messages, sys.stdout.buffer)
+    if report == "-":
+        sys.stdout.buffer.write(report_bytes)
+        sys.stdout.buffer.flush()
+
+
+def count(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)],
+    model: ModelOpt = None,
+    encoder: EncoderOpt = None,
+    backend: BackendOpt = None,
+    context_window: WindowOpt = None,
+    chars_per_token: CharsOpt = None,
+    framing: FramingOpt = None,
+    config: ConfigOpt = None,
+    output_format: Annotated[str, typer.Option("--format", help="table (on stderr) or json (on stdout).")] = "table",
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")] = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Count around invalid lines instead of failing.")] = False,
+) -> None:
+    import orjson
+
+    from core.api import compact_file
+    from core.pipeline import UNLIMITED
+
+    if output_format not in ("table", "json"):
+        raise ConfigError(f"unknown format {output_format!r}", fix="use table or json")
+    settings = build_config(
+        config, model=model, encoder=encoder, backend=backend, context_window=context_window,
+        chars_per_token=chars_per_token, framing=framing,
+    )
+    result = compact_file(file, settings, mode=UNLIMITED, skip_invalid=skip_invalid, use_cache=not no_cache)
+    report = result.report
+    if output_format == "json":
+        usage = {k: report[k] for k in ("input", "encoder", "before", "orphans", "skipped_lines")}
+        usage["window"] = report["budget"]["window"]
+        usage["window_resolved"] = report["budget"]["window_resolved"]
+        sys.stdout.buffer.write(orjson.dumps(usage, option=orjson.OPT_INDENT_2) + b"\n")
+        return
+    from rich.console import Console
+
+    from cli.render import print_table
+
+    print_table(report, Console(stderr=True), compacted=False)
+
+
+def config_show(
+    config: ConfigOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    max_messages: MaxMessagesOpt = None,
+    max_fraction: MaxFractionOpt = None,
+    context_window: WindowOpt = None,
+    model: ModelOpt = None,
+    encoder: EncoderOpt = None,
+    warn_fraction: WarnOpt = None,
+    offload_turns: TurnsOpt = None,
+    strategy: StrategyOpt = None,
+    keep: KeepOpt = None,
+) -> None:
+    import orjson
+
+    settings = build_config(
+        config, max_tokens=max_tokens, max_messages=max_messages, max_fraction=max_fraction,
+        context_window=context_window, model=model, encoder=encoder, warn_fraction=warn_fraction,
+        offload_turns=offload_turns, strategy=strategy, keep=keep,
+    )
+    effective = settings.to_dict()
+    window, resolved = settings.window()
+    effective["resolved"] = {"encoder": settings.encoder_name, "window": window, "window_resolved": resolved}
+    sys.stdout.buffer.write(orjson.dumps(effective, option=orjson.OPT_INDENT_2) + b"\n")

@@ -1,0 +1,38 @@
+"""The one boundary where domain errors become a line on stderr and an exit code."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+import typer.core
+
+from core.errors import CompactError
+
+
+def debug_enabled() -> bool:
+    return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or "--debug" in sys.argv
+
+
+def print_error(message: str) -> None:
+    # Plain write, no rich markup: transcript text in a message must print as is.
+    sys.stderr.write(f"compact: error: {message}\n")
+    sys.stderr.flush()
+
+
+class ErrorBoundaryGroup(typer.core.TyperGroup):
+    """Maps every CompactError raised under it to one stderr line and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CompactError as exc:
+            if debug_enabled():
+                raise
+            print_error(str(exc))
+            raise click.exceptions.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            print_error("interrupted; nothing was written")
+            raise click.exceptions.Exit(130) from None

@@ -1,0 +1,131 @@
+"""The usage table people read on stderr (rich); nothing here decides anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+BAR_WIDTH = 20
+
+
+def bar(fraction: float) -> str:
+    filled = min(BAR_WIDTH, round(fraction * BAR_WIDTH))
+    return "█" * filled + "░" * (BAR_WIDTH - filled)
+
+
+def _usage_row(label: str, usage: dict[str, Any]) -> list[str]:
+    fraction = usage["window_fraction"]
+    return [label, f"{usage['messages']:,}", f"{usage['tokens']:,}", f"{bar(fraction)} {fraction:6.1%}"]
+
+
+def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
+    """Before/after usage, the budget verdict, what each strategy did, and the warnings."""
+    budget = report["budget"]
+    encoder = report["encoder"]
+    parts: list[Any] = []
+    parts.append(Text(f"compact · {report['input']}", style="bold"))
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("", style="bold")
+    table.add_column("messages", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column(f"of the {budget['window']:,}-token window", justify="left")
+    table.add_row(*_usage_row("before" if compacted else "now", report["before"]))
+    if compacted:
+        table.add_row(*_usage_row("after", report["after"]))
+    parts.append(table)
+
+    encoding = f"encoder {encoder['encoding']} ({encoder['backend']})"
+    if encoder["fallback"]:
+        encoding += f" — fell back from {encoder['requested']}: {encoder['fallback']}"
+    resolved = "yes" if budget["window_resolved"] else "no"
+    parts.append(Text(f"{encoding} · window resolved: {resolved}"))
+    if report.get("graph"):
+        graph = report["graph"]
+        parts.append(Text(f"graph: {graph.get('summary', '')}".rstrip()))
+    if compacted:
+        parts.append(_verdict(report))
+        if report["actions"]:
+            parts.append(_actions_table(report["actions"]))
+        if report["skipped"]:
+            skipped = ", ".join(f"{s['strategy']} ({s['reason']})" for s in report["skipped"])
+            parts.append(Text(f"skipped: {skipped}"))
+    parts.extend(_warnings(report))
+    return Group(*parts)
+
+
+def _verdict(report: dict[str, Any]) -> Text:
+    budget = report["budget"]
+    if report["mode"] == "unlimited" or budget["trigger"] == "unlimited":
+        return Text("budget: unlimited — nothing compacted")
+    if report["mode"] == "full":
+        return Text(f"budget: {budget['description']} — full run: every strategy acted once, whatever the budget")
+    if not report["triggered"]:
+        return Text(f"budget: {budget['description']} — already within it, nothing to do", style="green")
+    passes = f"{report['passes']} pass{'es' if report['passes'] != 1 else ''}"
+    if not report["over_budget"]:
+        return Text(f"budget: {budget['description']} — reached in {passes}", style="green")
+    floor = budget["floor"]
+    unit = budget["unit"]
+    floor_value = floor["messages"] if unit == "messages" else floor["tokens"]
+    return Text(
+        f"budget: {budget['description']} — NOT reached after {passes}: pinned messages alone need "
+        f"{floor_value:,} {unit} (the floor)",
+        style="bold red",
+    )
+
+
+def _actions_table(actions: list[dict[str, Any]]) -> Table:
+    table = Table(show_edge=False, pad_edge=False)
+    for name, justify in (
+        ("strategy", "left"),
+        ("pass", "right"),
+        ("removed", "right"),
+        ("rewritten", "right"),
+        ("tokens saved", "right"),
+        ("what it did", "left"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for action in actions:
+        detail = action["detail"] if not action["error"] else f"error: {action['error']}"
+        table.add_row(
+            action["strategy"],
+            str(action["pass"]),
+            f"{action['messages_removed']:,}",
+            f"{action['messages_changed']:,}",
+            f"{action['tokens_saved']:,}",
+            detail,
+        )
+    return table
+
+
+def _warnings(report: dict[str, Any]) -> list[Text]:
+    lines = []
+    if report["warning_appended"]:
+        lines.append(Text("warning appended: usage reached warn_fraction", style="yellow"))
+    orphans = report["orphans"]
+    if orphans["results"]:
+        where = ", ".join(str(n) for n in orphans["results"][:10])
+        lines.append(
+            Text(f"warning: {len(orphans['results'])} tool result(s) without their call (line {where}); "
+                 "--repair drops them", style="yellow")
+        )
+    if orphans["calls"]:
+        where = ", ".join(str(c["line"]) for c in orphans["calls"][:10])
+        lines.append(
+            Text(f"warning: {len(orphans['calls'])} tool call(s) without a result (line {where}); "
+                 "--repair drops them", style="yellow")
+        )
+    if report["skipped_lines"]:
+        where = ", ".join(str(s["line"]) for s in report["skipped_lines"][:10])
+        lines.append(Text(f"warning: {len(report['skipped_lines'])} invalid line(s) kept as is (line {where})",
+                          style="yellow"))
+    if report["last_error"]:
+        lines.append(Text(f"strategy error: {report['last_error']}", style="red"))
+    return lines
+
+
+def print_table(report: dict[str, Any], console: Console, *, compacted: bool = True) -> None:
+    console.print(usage_table(report, compacted=compacted))

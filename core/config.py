@@ -1,0 +1,218 @@
+"""MemoryConfig: the settings of a run, from defaults, a TOML/JSON file and flags (in that order)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core import strategies
+from core.errors import ConfigError
+from core.models import DEFAULT_ENCODING, lookup_model
+from core.schemas import validator
+from core.structure import KeepRule
+
+WARNING_MARKER = "CUCA context warning:"
+GRAPH_MARKER = "CUCA graph memory:"
+DEFAULT_WINDOW = 128_000
+DEFAULT_MAX_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    kind: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def make(cls, kind: str, params: dict[str, Any]) -> StrategySpec:
+        info = strategies.get(kind)
+        known = {p.name: p for p in info.params}
+        for name in params:
+            if name not in known:
+                accepted = ", ".join(known) or "no parameters"
+                raise ConfigError(f"strategy {info.name} has no parameter {name!r}", fix=f"it takes {accepted}")
+        return cls(info.name, dict(params))
+
+    @classmethod
+    def parse(cls, text: str) -> StrategySpec:
+        """``NAME[:key=value,...]`` as given to ``--strategy``."""
+        name, _, rest = text.partition(":")
+        info = strategies.get(name.strip())
+        types = {p.name: p.type for p in info.params}
+        params: dict[str, Any] = {}
+        for item in filter(None, (piece.strip() for piece in rest.split(","))):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ConfigError(f"invalid strategy parameter {item!r} in {text!r}", fix="write key=value")
+            key = key.strip()
+            if key not in types:
+                accepted = ", ".join(types) or "no parameters"
+                raise ConfigError(f"strategy {info.name} has no parameter {key!r}", fix=f"it takes {accepted}")
+            try:
+                params[key] = types[key](value.strip())
+            except ValueError:
+                raise ConfigError(
+                    f"strategy {info.name}: {key} must be {types[key].__name__}, not {value!r}"
+                ) from None
+        return cls.make(info.name, params)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.params}
+
+    def __str__(self) -> str:
+        if not self.params:
+            return self.kind
+        return self.kind + ":" + ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def default_strategies() -> list[StrategySpec]:
+    return [StrategySpec(name) for name in strategies.NAMES]
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    max_messages: int | None = None
+    max_tokens: int | None = None
+    max_fraction: float | None = DEFAULT_MAX_FRACTION
+    context_window_tokens: int = DEFAULT_WINDOW
+    model: str | None = None
+    encoder: str | None = None
+    backend: str = "auto"
+    chars_per_token: float = 4.0
+    framing: bool = False
+    warn_fraction: float | None = None
+    offload_turns: int = 2
+    keep: tuple[str, ...] = ()
+    warning_marker: str = WARNING_MARKER
+    graph_marker: str = GRAPH_MARKER
+    strategies: tuple[StrategySpec, ...] = field(default_factory=lambda: tuple(default_strategies()))
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_fraction is not None:
+            raise ConfigError(
+                "max_tokens and max_fraction are both set; they are mutually exclusive",
+                fix="keep one (in a config file, set max_fraction to null or leave it out)",
+            )
+        for rule in self.keep:
+            KeepRule.parse(rule)
+
+    # -- derived -----------------------------------------------------------
+
+    @property
+    def encoder_name(self) -> str:
+        """The encoder to load: the one asked for, else the model's, else the default."""
+        if self.encoder:
+            return self.encoder
+        model = lookup_model(self.model) if self.model else None
+        return model.encoding if model else DEFAULT_ENCODING
+
+    @property
+    def encoder_implied(self) -> bool:
+        return self.encoder is None and self.model is not None
+
+    def window(self) -> tuple[int, bool]:
+        """The context window and whether a model resolved it."""
+        model = lookup_model(self.model) if self.model else None
+        if model is not None:
+            return model.window, True
+        return self.context_window_tokens, False
+
+    def keep_rules(self) -> list[KeepRule]:
+        return [KeepRule.parse(rule) for rule in self.keep]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["keep"] = list(self.keep)
+        data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
+        data["strategies"] = [s.to_dict() for s in self.strategies]
+        return data
+
+    def with_overrides(self, **changes: Any) -> MemoryConfig:
+        """Flags over the file: ``None`` means "not given". A token flag clears the other token trigger."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        if "max_tokens" in given and "max_fraction" in given:
+            raise ConfigError("--max-tokens and --max-fraction are mutually exclusive", fix="give one of them")
+        if "max_tokens" in given:
+            given["max_fraction"] = None
+        elif "max_fraction" in given:
+            given["max_tokens"] = None
+        return replace(self, **given)
+
+    def unlimited(self) -> MemoryConfig:
+        return replace(self, max_messages=None, max_tokens=None, max_fraction=None)
+
+
+_FIELD_NAMES = {f.name for f in fields(MemoryConfig)}
+
+
+def load_config(path: str) -> MemoryConfig:
+    """Read, validate against schemas/config.schema.json, and build the config of a file."""
+    data = _read_config_file(path)
+    _validate(data, path)
+    return config_from_dict(data, path)
+
+
+def _read_config_file(path: str) -> dict[str, Any]:
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("no such config file", path=path, fix="check the path given to --config") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file: {exc.strerror}", path=path) from None
+    if path.endswith(".json"):
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ConfigError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+    else:
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"malformed TOML: {exc}", path=path, fix="a .json file is read as JSON") from None
+    if not isinstance(data, dict):
+        raise ConfigError("the config must be a table/object of settings", path=path)
+    return data
+
+
+def _validate(data: dict[str, Any], path: str) -> None:
+    for key in data:
+        if key not in _FIELD_NAMES | {"markers"} or key in ("warning_marker", "graph_marker"):
+            import difflib
+
+            near = difflib.get_close_matches(key, sorted(_FIELD_NAMES | {"markers"}), n=1)
+            hint = f"did you mean {near[0]!r}?" if near else "see `compact config show` for the keys"
+            raise ConfigError(f"unknown key {key!r}", path=path, fix=hint)
+    errors = sorted(validator("config").iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        import jsonschema.exceptions
+
+        best = jsonschema.exceptions.best_match(errors)
+        where = best.json_path.removeprefix("$.") if best.path else "config"
+        raise ConfigError(f"{where}: {best.message}", path=path)
+
+
+def config_from_dict(data: dict[str, Any], path: str = "<config>") -> MemoryConfig:
+    values = {k: v for k, v in data.items() if k not in ("markers", "strategies", "keep")}
+    if "max_tokens" in data and data["max_tokens"] is not None and "max_fraction" not in data:
+        values["max_fraction"] = None  # setting max_tokens clears the default fraction
+    markers = data.get("markers", {})
+    if "warning" in markers:
+        values["warning_marker"] = markers["warning"]
+    if "graph" in markers:
+        values["graph_marker"] = markers["graph"]
+    if "keep" in data:
+        values["keep"] = tuple(data["keep"])
+    if "strategies" in data:
+        specs = []
+        for item in data["strategies"]:
+            params = {k: v for k, v in item.items() if k != "kind"}
+            specs.append(StrategySpec.make(item["kind"], params))
+        values["strategies"] = tuple(specs)
+    try:
+        return MemoryConfig(**values)
+    except ConfigError as exc:
+        exc.path = exc.path or path
+        raise

@@ -1,0 +1,166 @@
+"""Messages as values, in the canonical OpenAI Chat Completions shape (SPEC §2).
+
+A ``Message`` keeps the parsed JSON object and, until something rewrites it,
+the exact bytes of its line, so untouched messages are written back as they
+came. The helpers below read the few fields compaction cares about and leave
+every other field alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+SYSTEM_ROLES = ("system", "developer")
+RESULT_ROLES = ("tool", "function")
+
+# Parts a model sees as images; counted at a fixed cost (README, "Token counting").
+IMAGE_PART_TYPES = ("image_url", "image", "input_image")
+IMAGE_TOKENS = 85
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a transcript.
+
+    ``line`` is the 1-based line it came from (None for messages compact
+    added); ``source`` the original bytes of that line, dropped once the
+    message is rewritten; ``tokens`` its count, filled in by the counter.
+    """
+
+    data: dict[str, Any]
+    line: int | None = None
+    source: bytes | None = None
+    tokens: int = 0
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def role(self) -> str:
+        return str(self.data.get("role", ""))
+
+    def rewritten(self, data: dict[str, Any]) -> Message:
+        """The same message (same line) with new content; its bytes are re-serialised."""
+        return replace(self, data=data, source=None, tokens=0)
+
+    def with_tokens(self, tokens: int) -> Message:
+        return replace(self, tokens=tokens)
+
+    def to_bytes(self) -> bytes:
+        if self.source is not None:
+            return self.source
+        return orjson.dumps(self.data)
+
+
+def iter_text_parts(content: Any) -> Iterator[str]:
+    """The texts of a content value: a string, or the text of each part."""
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                yield part
+            elif isinstance(part, Mapping):
+                text = part.get("text")
+                if isinstance(text, str):
+                    yield text
+                elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+                    yield part["refusal"]
+
+
+def image_count(content: Any) -> int:
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in IMAGE_PART_TYPES)
+
+
+def content_text(data: Mapping[str, Any]) -> str:
+    """The message's own text (content only), parts joined by newlines."""
+    return "\n".join(iter_text_parts(data.get("content")))
+
+
+def countable_text(data: Mapping[str, Any]) -> str:
+    """Every text a model sees in this message: content, tool-call names and arguments, name."""
+    pieces = list(iter_text_parts(data.get("content")))
+    for call in tool_calls(data):
+        function = call.get("function")
+        if isinstance(function, Mapping):
+            pieces.append(str(function.get("name", "")))
+            arguments = function.get("arguments", "")
+            pieces.append(arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode())
+    legacy = data.get("function_call")
+    if isinstance(legacy, Mapping):
+        pieces.append(str(legacy.get("name", "")))
+        pieces.append(str(legacy.get("arguments", "")))
+    name = data.get("name")
+    if isinstance(name, str):
+        pieces.append(name)
+    return "\n".join(pieces)
+
+
+def tool_calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    calls = data.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [c for c in calls if isinstance(c, Mapping)]
+
+
+def call_ids(data: Mapping[str, Any]) -> list[str]:
+    """Ids of the tool calls an assistant message makes."""
+    if data.get("role") != "assistant":
+        return []
+    return [str(c["id"]) for c in tool_calls(data) if c.get("id") is not None]
+
+
+def result_ids(data: Mapping[str, Any]) -> list[str]:
+    """Ids of the calls a tool message answers (`tool_call_id`, or SWE-agent's `tool_call_ids`)."""
+    if data.get("role") != "tool":
+        return []
+    single = data.get("tool_call_id")
+    if single is not None:
+        return [str(single)]
+    many = data.get("tool_call_ids")
+    if isinstance(many, list):
+        return [str(i) for i in many]
+    return []
+
+
+def call_name(call: Mapping[str, Any]) -> str:
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        return str(function.get("name", ""))
+    return ""
+
+
+def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as a dict; {} when they are not a JSON object."""
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    if isinstance(arguments, str):
+        try:
+            parsed = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def is_user_message(data: Mapping[str, Any]) -> bool:
+    """A user-role message with text (SPEC §2): it starts a turn."""
+    return data.get("role") == "user"
+
+
+def has_text(data: Mapping[str, Any]) -> bool:
+    return any(part.strip() for part in iter_text_parts(data.get("content")))
+
+
+def starts_with_marker(data: Mapping[str, Any], marker: str) -> bool:
+    content = data.get("content")
+    return isinstance(content, str) and content.startswith(marker)

@@ -1,0 +1,234 @@
+"""One compaction run (SPEC §5): count, warn, compact to the budget, render the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core import strategies
+from core.budget import Budget
+from core.config import MemoryConfig
+from core.counting import MessageCounter
+from core.messages import Message, has_text, starts_with_marker
+from core.report import build_report
+from core.structure import kept_lines
+from core.tokens import EncoderChoice
+from core.workspace import Workspace
+
+MAX_PASSES = 4
+BUDGET = "budget"
+FULL = "full"
+UNLIMITED = "unlimited"
+MODES = (BUDGET, FULL, UNLIMITED)
+
+# Renders the working graph into the compacted messages; returns them and the graph summary.
+GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[str, Any]]]
+
+
+@dataclass
+class Seams:
+    """The extension seams strategies may need; None means absent (the strategy is skipped)."""
+
+    store: Any = None
+    summarizer: Any = None
+
+    def reason_missing(self, need: str | None) -> str | None:
+        if need is None or getattr(self, need) is not None:
+            return None
+        return f"no {need}"
+
+
+@dataclass
+class CompactionResult:
+    messages: list[Message]
+    report: dict[str, Any]
+    workspace: Workspace = field(repr=False)
+
+    @property
+    def over_budget(self) -> bool:
+        return bool(self.report["over_budget"])
+
+
+def warning_text(marker: str, tokens: int, window: int) -> str:
+    return (
+        f"{marker} this conversation uses {tokens:,} of {window:,} tokens ({tokens / window:.0%} of the "
+        "context window); older messages may be compacted."
+    )
+
+
+def compact(
+    messages: Sequence[Message],
+    config: MemoryConfig,
+    counter: MessageCounter,
+    *,
+    encoder: EncoderChoice,
+    mode: str = BUDGET,
+    repair: bool = False,
+    seams: Seams | None = None,
+    graph_step: GraphStep | None = None,
+    source: str = "<stdin>",
+    skipped_lines: Sequence[dict[str, Any]] = (),
+) -> CompactionResult:
+    """Compact ``messages`` as ``config`` says; pure apart from the counter's cache."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    seams = seams or Seams()
+    if mode == UNLIMITED:
+        config = config.unlimited()
+    window, window_resolved = config.window()
+    budget = Budget.resolve(
+        max_messages=config.max_messages,
+        max_tokens=config.max_tokens,
+        max_fraction=config.max_fraction,
+        window=window,
+        window_resolved=window_resolved,
+    )
+    counted = counter.count_messages(messages)
+    workspace = Workspace(
+        counted,
+        budget=budget,
+        counter=counter,
+        kept=kept_lines(counted, config.keep_rules()),
+        markers=(config.warning_marker, config.graph_marker),
+        graph_marker=config.graph_marker,
+        full=mode == FULL,
+        offload_turns=config.offload_turns,
+    )
+    before = {"messages": workspace.live_messages, "tokens": workspace.live_tokens}
+    orphans = {
+        "results": [counted[i].line for i in workspace.structure.orphan_results],
+        "calls": [{"line": counted[i].line, "id": cid} for i, cid in workspace.structure.orphan_calls],
+    }
+
+    warning_appended = _maybe_warn(workspace, config, before["tokens"], window)
+    actions: list[dict[str, Any]] = []
+    if repair:
+        _repair(workspace, actions)
+
+    triggered = budget.over(workspace.live_messages, workspace.live_tokens)
+    skipped: dict[str, str] = {}
+    errors: list[str] = []
+    passes = 0
+    if mode == FULL or triggered:
+        passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
+
+    floor_messages, floor_tokens = workspace.floor()
+    result_messages = workspace.messages
+    graph: dict[str, Any] | None = None
+    if graph_step is not None:
+        result_messages, graph = graph_step(list(result_messages), counter)
+
+    report = build_report(
+        source=source,
+        encoder=encoder,
+        mode=mode,
+        before=before,
+        after={"messages": workspace.live_messages, "tokens": workspace.live_tokens},
+        budget=budget,
+        floor={"messages": floor_messages, "tokens": floor_tokens},
+        triggered=triggered,
+        passes=passes,
+        actions=actions,
+        skipped=[{"strategy": k, "reason": v} for k, v in skipped.items()],
+        errors=errors,
+        warning_appended=warning_appended,
+        over_budget=budget.over(workspace.live_messages, workspace.live_tokens),
+        ledger=workspace.ledger,
+        orphans=orphans,
+        skipped_lines=list(skipped_lines),
+        graph=graph,
+        strategies_configured=[str(s) for s in config.strategies],
+    )
+    return CompactionResult(messages=list(result_messages), report=report, workspace=workspace)
+
+
+def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window: int) -> bool:
+    if config.warn_fraction is None or tokens < config.warn_fraction * window:
+        return False
+    marker = config.warning_marker
+    if any(starts_with_marker(m.data, marker) for m in workspace.messages):
+        return False  # one-shot: an earlier run already warned
+    data = {"role": "system", "content": warning_text(marker, tokens, window)}
+    workspace.append(workspace.counter.count_message(Message(data=data)))
+    return True
+
+
+def _repair(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
+    """--repair: drop results without a call and calls without a result that the input already had."""
+    structure = workspace.structure
+    workspace.begin("repair", 0)
+    for position in structure.orphan_results:
+        if len(structure.group(position)) == 1 and not workspace.pinned(position):
+            workspace.remove([position], "orphan tool result: its call is missing")
+    orphan_ids: dict[int, set[str]] = {}
+    for position, call_id in structure.orphan_calls:
+        orphan_ids.setdefault(position, set()).add(call_id)
+    for position, ids in orphan_ids.items():
+        if workspace.pinned(position) or not workspace.alive(position):
+            continue
+        data = dict(workspace.messages[position].data)
+        remaining = [c for c in data.get("tool_calls") or [] if str(c.get("id")) not in ids]
+        reason = f"orphan tool call(s) {', '.join(sorted(ids))}: the result is missing"
+        if not remaining and not has_text(data):
+            workspace.remove([position], reason)
+            continue
+        if remaining:
+            data["tool_calls"] = remaining
+        else:
+            data.pop("tool_calls", None)
+        workspace.rewrite(position, data, reason)
+    outcome = workspace.end("dropped orphan calls and results the input already had")
+    if outcome.acted:
+        actions.append(_action("repair", 0, outcome))
+
+
+def _run_strategies(
+    workspace: Workspace,
+    config: MemoryConfig,
+    seams: Seams,
+    actions: list[dict[str, Any]],
+    skipped: dict[str, str],
+    errors: list[str],
+) -> int:
+    full = workspace.full
+    passes = 0
+    for pass_number in range(1, MAX_PASSES + 1):
+        passes = pass_number
+        progress = False
+        for spec in config.strategies:
+            info = strategies.get(spec.kind)
+            missing = seams.reason_missing(info.needs)
+            if missing is not None:
+                skipped.setdefault(info.name, missing)
+                continue
+            if not full and not workspace.over_budget():
+                break
+            workspace.begin(info.name, pass_number)
+            try:
+                detail = info.run(workspace, spec.params)
+            except Exception as exc:  # a strategy error never fails the run (memory-plugin.txt, "Errors")
+                workspace.rollback()
+                message = f"{info.name}: {exc}"
+                errors.append(message)
+                actions.append({**_action(info.name, pass_number, workspace.end()), "error": str(exc)})
+                continue
+            outcome = workspace.end(detail)
+            if outcome.acted:
+                progress = True
+                actions.append(_action(info.name, pass_number, outcome))
+        if full or not workspace.over_budget() or not progress:
+            break
+    return passes
+
+
+def _action(strategy: str, pass_number: int, outcome: Any) -> dict[str, Any]:
+    return {
+        "strategy": strategy,
+        "pass": pass_number,
+        "messages_removed": outcome.removed,
+        "messages_changed": outcome.rewritten,
+        "tokens_saved": outcome.tokens_saved,
+        "detail": outcome.detail,
+        "error": None,
+    }

@@ -1,0 +1,37 @@
+"""What every strategy module declares: its name, parameters, seam and apply function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from core.workspace import Workspace
+
+# A strategy acts on the workspace and returns a short sentence saying what it did.
+ApplyFn = Callable[..., str]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    name: str
+    alias: str
+    summary: str
+    params: tuple[Param, ...]
+    apply: ApplyFn
+    # The extension seam the strategy needs ("store", "summarizer"); None when it needs none.
+    needs: str | None = None
+
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.default for p in self.params}
+
+    def run(self, workspace: Workspace, params: dict[str, Any]) -> str:
+        return self.apply(workspace, **{**self.defaults(), **params})

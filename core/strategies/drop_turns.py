@@ -1,0 +1,30 @@
+"""DropTurns: removes `offload_turns` whole turns per pass, oldest first, never the current turn."""
+
+from __future__ import annotations
+
+from core.strategies.base import StrategyInfo
+from core.workspace import Workspace
+
+
+def apply(workspace: Workspace) -> str:
+    starts = workspace.structure.user_positions
+    dropped = 0
+    for turn, start in enumerate(starts[:-1]):  # the last start is the current turn
+        if dropped >= workspace.offload_turns or not workspace.should_continue():
+            break
+        end = starts[turn + 1]
+        took = False
+        for position in range(start, end):
+            if workspace.alive(position) and not workspace.pinned(position):
+                took = workspace.remove([position], f"turn {turn + 1} dropped") or took
+        dropped += took
+    return f"dropped {dropped} whole turn(s), oldest first"
+
+
+STRATEGY = StrategyInfo(
+    name="drop_turns",
+    alias="DropTurns",
+    summary="remove offload_turns whole turns per pass, oldest first",
+    params=(),
+    apply=apply,
+)

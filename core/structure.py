@@ -1,0 +1,201 @@
+"""How a message list hangs together: turns, tool-call pairing, pins (SPEC §2).
+
+Computed in one linear pass over the list; strategies ask it which messages
+must go together (a call with its results) and which may not go at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from core.errors import ConfigError
+from core.messages import (
+    SYSTEM_ROLES,
+    Message,
+    call_ids,
+    call_name,
+    countable_text,
+    is_user_message,
+    result_ids,
+    starts_with_marker,
+    tool_calls,
+)
+
+KEEP_KINDS = ("role", "tool", "match", "line")
+
+
+@dataclass(frozen=True)
+class KeepRule:
+    """A user pin: ``role:NAME``, ``tool:NAME``, ``match:REGEX`` or ``line:N`` / ``line:A-B``."""
+
+    kind: str
+    value: str
+    pattern: re.Pattern[str] | None = None
+    lines: tuple[int, int] | None = None
+
+    @classmethod
+    def parse(cls, rule: str) -> KeepRule:
+        kind, sep, value = rule.partition(":")
+        if not sep or kind not in KEEP_KINDS or not value:
+            raise ConfigError(
+                f"invalid keep rule {rule!r}",
+                fix="use role:NAME, tool:NAME, match:REGEX, or line:N / line:A-B",
+            )
+        if kind == "match":
+            try:
+                return cls(kind, value, pattern=re.compile(value))
+            except re.error as exc:
+                raise ConfigError(f"invalid regular expression in keep rule {rule!r}: {exc}") from None
+        if kind == "line":
+            first, dash, last = value.partition("-")
+            try:
+                low = int(first)
+                high = int(last) if dash else low
+            except ValueError:
+                raise ConfigError(f"invalid line range in keep rule {rule!r}", fix="use line:12 or line:10-20") from None
+            return cls(kind, value, lines=(low, high))
+        return cls(kind, value)
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.value}"
+
+
+def kept_lines(messages: Sequence[Message], rules: Sequence[KeepRule]) -> frozenset[int]:
+    """Original line numbers of the messages that ``rules`` pin."""
+    if not rules:
+        return frozenset()
+    names_by_call = {}
+    for message in messages:
+        for call in tool_calls(message.data):
+            names_by_call[str(call.get("id"))] = call_name(call)
+    kept: set[int] = set()
+    for message in messages:
+        if message.line is None or not message.data:
+            continue
+        if any(_matches(rule, message, names_by_call) for rule in rules):
+            kept.add(message.line)
+    return frozenset(kept)
+
+
+def _matches(rule: KeepRule, message: Message, names_by_call: dict[str, str]) -> bool:
+    data = message.data
+    if rule.kind == "role":
+        return data.get("role") == rule.value
+    if rule.kind == "tool":
+        names = {call_name(c) for c in tool_calls(data)}
+        names.update(names_by_call.get(i, "") for i in result_ids(data))
+        if data.get("role") == "tool" and isinstance(data.get("name"), str):
+            names.add(data["name"])
+        return rule.value in names
+    if rule.kind == "match":
+        assert rule.pattern is not None
+        return rule.pattern.search(countable_text(data)) is not None
+    assert rule.lines is not None and message.line is not None
+    return rule.lines[0] <= message.line <= rule.lines[1]
+
+
+@dataclass
+class Structure:
+    """Turns, pairing and pins of one message list (positions are list indexes)."""
+
+    user_positions: list[int]
+    turn_of: list[int]
+    owner_of_call: dict[str, int]
+    results_of_call: dict[str, list[int]]
+    group_of: list[int]
+    groups: dict[int, list[int]]
+    pinned: list[bool]
+    counted: list[bool]
+    orphan_results: list[int] = field(default_factory=list)
+    orphan_calls: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def current_turn_start(self) -> int | None:
+        return self.user_positions[-1] if self.user_positions else None
+
+    def group(self, position: int) -> list[int]:
+        """The messages that must be removed together with ``position``: a call and all its results."""
+        return self.groups[self.group_of[position]]
+
+
+def analyse(
+    messages: Sequence[Message],
+    *,
+    kept: frozenset[int] = frozenset(),
+    markers: Sequence[str] = (),
+    uncounted_marker: str | None = None,
+) -> Structure:
+    count = len(messages)
+    user_positions = [i for i, m in enumerate(messages) if m.data and is_user_message(m.data)]
+    turn_of = [-1] * count
+    turn = -1
+    next_users = iter(user_positions)
+    next_user = next(next_users, None)
+    for i in range(count):
+        if i == next_user:
+            turn += 1
+            next_user = next(next_users, None)
+        turn_of[i] = turn
+
+    owner_of_call: dict[str, int] = {}
+    results_of_call: dict[str, list[int]] = {}
+    for i, message in enumerate(messages):
+        for cid in call_ids(message.data):
+            owner_of_call.setdefault(cid, i)
+        for rid in result_ids(message.data):
+            results_of_call.setdefault(rid, []).append(i)
+
+    parent = list(range(count))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    orphan_results: list[int] = []
+    for rid, positions in results_of_call.items():
+        owner = owner_of_call.get(rid)
+        for position in positions:
+            if owner is None:
+                orphan_results.append(position)
+            else:
+                parent[find(position)] = find(owner)
+    orphan_calls = [(pos, cid) for cid, pos in owner_of_call.items() if cid not in results_of_call]
+    groups: dict[int, list[int]] = {}
+    group_of = [0] * count
+    for i in range(count):
+        root = find(i)
+        group_of[i] = root
+        groups.setdefault(root, []).append(i)
+
+    pinned = [False] * count
+    first_system = next((i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES), None)
+    if first_system is not None:
+        pinned[first_system] = True
+    if user_positions:
+        pinned[user_positions[-1]] = True
+    for i, message in enumerate(messages):
+        if not message.data:  # a skipped invalid line passes through untouched
+            pinned[i] = True
+        elif message.line is not None and message.line in kept:
+            pinned[i] = True
+        elif markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers):
+            pinned[i] = True
+    counted = [
+        bool(m.data) and not (uncounted_marker and starts_with_marker(m.data, uncounted_marker)) for m in messages
+    ]
+    return Structure(
+        user_positions=user_positions,
+        turn_of=turn_of,
+        owner_of_call=owner_of_call,
+        results_of_call=results_of_call,
+        group_of=group_of,
+        groups=groups,
+        pinned=pinned,
+        counted=counted,
+        orphan_results=sorted(set(orphan_results)),
+        orphan_calls=sorted(orphan_calls),
+    )

@@ -1,0 +1,217 @@
+"""The working list strategies act on, with the invariants enforced in one place.
+
+Strategies never splice the list: they mark removals and rewrites here, and
+the workspace keeps pinned messages untouched, keeps every call with its
+results, keeps the running totals (so "under budget yet?" is O(1)) and writes
+the ledger entry for every message it removes or rewrites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.budget import Budget
+from core.counting import MessageCounter
+from core.messages import Message, call_ids, has_text, result_ids
+from core.structure import Structure, analyse
+
+
+@dataclass
+class StepOutcome:
+    removed: int = 0
+    rewritten: int = 0
+    tokens_saved: int = 0
+    detail: str = ""
+
+    @property
+    def acted(self) -> bool:
+        return self.removed > 0 or self.rewritten > 0
+
+
+class Workspace:
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        *,
+        budget: Budget,
+        counter: MessageCounter,
+        kept: frozenset[int] = frozenset(),
+        markers: Sequence[str] = (),
+        graph_marker: str | None = None,
+        full: bool = False,
+        offload_turns: int = 2,
+    ) -> None:
+        self.budget = budget
+        self.counter = counter
+        self.kept = kept
+        self.markers = tuple(markers)
+        self.graph_marker = graph_marker
+        self.full = full
+        self.offload_turns = offload_turns
+        self.ledger: list[dict[str, Any]] = []
+        self.strategy = ""
+        self.pass_number = 0
+        self._set_messages(list(messages))
+
+    # -- state -------------------------------------------------------------
+
+    def _set_messages(self, messages: list[Message]) -> None:
+        self.messages = messages
+        self.structure: Structure = analyse(
+            messages, kept=self.kept, markers=self.markers, uncounted_marker=self.graph_marker
+        )
+        self.removed: set[int] = set()
+        counted = self.structure.counted
+        self.live_messages = sum(counted)
+        self.live_tokens = sum(m.tokens for m, c in zip(messages, counted) if c) + self.counter.reply_priming()
+
+    def alive(self, position: int) -> bool:
+        return position not in self.removed
+
+    def pinned(self, position: int) -> bool:
+        return self.structure.pinned[position]
+
+    def over_budget(self) -> bool:
+        return self.budget.over(self.live_messages, self.live_tokens)
+
+    def should_continue(self) -> bool:
+        """Removing strategies stop as soon as the budget is met, unless asked to act fully."""
+        return self.full or self.over_budget()
+
+    def floor(self) -> tuple[int, int]:
+        """Messages and tokens no strategy may remove: pinned messages and what they hold paired."""
+        keep: set[int] = set()
+        for i, pinned in enumerate(self.structure.pinned):
+            if pinned:
+                keep.update(self.structure.group(i))
+        counted = self.structure.counted
+        tokens = sum(self.messages[i].tokens for i in keep if counted[i]) + self.counter.reply_priming()
+        return sum(1 for i in keep if counted[i]), tokens
+
+    def append(self, message: Message) -> None:
+        """Add a message compact wrote itself (the warning) at the end."""
+        self._set_messages([*self.messages, message])
+
+    # -- one strategy step ----------------------------------------------------
+
+    def begin(self, strategy: str, pass_number: int) -> None:
+        self.strategy = strategy
+        self.pass_number = pass_number
+        self._outcome = StepOutcome()
+        self._snapshot = list(self.messages)
+        self._ledger_mark = len(self.ledger)
+
+    def rollback(self) -> None:
+        """Undo the current step: a strategy that failed leaves the messages as they were."""
+        del self.ledger[self._ledger_mark :]
+        self._set_messages(self._snapshot)
+        self._outcome = StepOutcome()
+
+    def end(self, detail: str = "") -> StepOutcome:
+        """Apply the marks: the list shrinks to the survivors and the structure is recomputed."""
+        outcome = self._outcome
+        outcome.detail = detail
+        if self.removed or outcome.rewritten:
+            survivors = [m for i, m in enumerate(self.messages) if i not in self.removed]
+            self._set_messages(survivors)
+        return outcome
+
+    def removal_set(self, positions: Iterable[int]) -> set[int] | None:
+        """``positions`` with every call and result paired to them, or None if any is pinned."""
+        closure: set[int] = set()
+        for position in positions:
+            closure.update(self.structure.group(position))
+        closure -= self.removed
+        if any(self.structure.pinned[i] for i in closure):
+            return None
+        return closure
+
+    def remove(self, positions: Iterable[int], reason: str) -> bool:
+        """Remove ``positions`` with their pairs; refuses (False) when that would touch a pinned message."""
+        closure = self.removal_set(positions)
+        if not closure:
+            return False
+        for i in sorted(closure):
+            self._drop(i, reason)
+        return True
+
+    def remove_pair(self, call_id: str, reason: str) -> bool:
+        """Remove one tool call and its results, rewriting the calling message to drop the call.
+
+        A result message answering several calls takes those calls with it; an
+        assistant message left with neither text nor calls goes too.
+        """
+        structure = self.structure
+        owner = structure.owner_of_call.get(call_id)
+        results = {r for r in structure.results_of_call.get(call_id, []) if r not in self.removed}
+        ids = {call_id}
+        for r in results:
+            ids.update(result_ids(self.messages[r].data))
+        results.update(
+            r for cid in ids for r in structure.results_of_call.get(cid, []) if r not in self.removed
+        )
+        if owner is None or owner in self.removed or structure.pinned[owner]:
+            return False
+        if any(structure.pinned[r] for r in results):
+            return False
+        owner_data = self.messages[owner].data
+        remaining = [c for c in owner_data.get("tool_calls") or [] if str(c.get("id")) not in ids]
+        for r in sorted(results):
+            self._drop(r, reason)
+        if not remaining and not has_text(owner_data):
+            # Its other calls (if any) are gone already; nothing is left to keep.
+            leftover = [cid for cid in call_ids(owner_data) if cid not in ids]
+            for cid in leftover:
+                for r in structure.results_of_call.get(cid, []):
+                    if r not in self.removed:
+                        self._drop(r, reason)
+            self._drop(owner, reason)
+        else:
+            data = dict(owner_data)
+            if remaining:
+                data["tool_calls"] = remaining
+            else:
+                data.pop("tool_calls", None)
+            self.rewrite(owner, data, reason)
+        return True
+
+    def rewrite(self, position: int, data: dict[str, Any], reason: str) -> int:
+        """Replace a message's content; returns the tokens saved (may be 0). Pinned messages are refused."""
+        if self.structure.pinned[position]:
+            raise ValueError("a pinned message cannot be rewritten")
+        before = self.messages[position]
+        after = self.counter.count_message(before.rewritten(data))
+        self.messages[position] = after
+        saved = before.tokens - after.tokens
+        if self.structure.counted[position]:
+            self.live_tokens -= saved
+        self._outcome.rewritten += 1
+        self._outcome.tokens_saved += saved
+        self._record(before, "rewritten", after.tokens, reason)
+        return saved
+
+    def _drop(self, position: int, reason: str) -> None:
+        message = self.messages[position]
+        self.removed.add(position)
+        if self.structure.counted[position]:
+            self.live_messages -= 1
+            self.live_tokens -= message.tokens
+        self._outcome.removed += 1
+        self._outcome.tokens_saved += message.tokens
+        self._record(message, "removed", 0, reason)
+
+    def _record(self, message: Message, action: str, tokens_after: int, reason: str) -> None:
+        self.ledger.append(
+            {
+                "line": message.line,
+                "role": message.role,
+                "strategy": self.strategy,
+                "pass": self.pass_number,
+                "action": action,
+                "tokens_before": message.tokens,
+                "tokens_after": tokens_after,
+                "reason": reason,
+            }
+        )

@@ -1,0 +1,1 @@
+"""JSON Schemas: the wire contract of every file format compact reads or writes."""
