@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import click
+import typer
 import typer.core
 
 from core.errors import CompactError
@@ -32,7 +33,7 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
             if debug_enabled():
                 raise
             print_error(str(exc))
-            raise click.exceptions.Exit(exc.exit_code) from None
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             print_error("interrupted; nothing was written")
-            raise click.exceptions.Exit(130) from None
+            raise typer.Exit(130) from None

@@ -34,7 +34,7 @@ class Message:
 
     data: dict[str, Any]
     line: int | None = None
-    source: bytes | None = None
+    source: bytes | memoryview | None = None
     tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -49,7 +49,7 @@ class Message:
     def with_tokens(self, tokens: int) -> Message:
         return replace(self, tokens=tokens)
 
-    def to_bytes(self) -> bytes:
+    def to_bytes(self) -> bytes | memoryview:
         if self.source is not None:
             return self.source
         return orjson.dumps(self.data)

@@ -26,6 +26,21 @@ FRAMING_PER_NAME = 1
 FRAMING_REPLY = 3
 
 
+BATCH_CHARS = 4 << 20
+
+
+def _batches(texts: Sequence[str], max_chars: int) -> list[list[str]]:
+    batches: list[list[str]] = [[]]
+    size = 0
+    for text in texts:
+        if size and size + len(text) > max_chars:
+            batches.append([])
+            size = 0
+        batches[-1].append(text)
+        size += len(text)
+    return batches
+
+
 class TokenCounter(Protocol):
     """What compaction needs from an encoder."""
 
@@ -47,12 +62,17 @@ class TiktokenCounter:
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         # encode_ordinary: plain encode raises on "<|endoftext|>", which transcripts contain.
-        # The batch call runs on a thread pool inside tiktoken (its Rust core releases the GIL).
+        # The batch call runs on a thread pool inside tiktoken (its Rust core releases the GIL);
+        # batches are bounded so the token lists it returns stay small.
+        encoding = self.encoding
         if len(texts) == 1:
-            return [len(self.encoding.encode_ordinary(texts[0]))]  # type: ignore[attr-defined]
+            return [len(encoding.encode_ordinary(texts[0]))]  # type: ignore[attr-defined]
         threads = max(1, os.cpu_count() or 1)
-        encoded = self.encoding.encode_ordinary_batch(list(texts), num_threads=threads)  # type: ignore[attr-defined]
-        return [len(tokens) for tokens in encoded]
+        counts: list[int] = []
+        for batch in _batches(texts, BATCH_CHARS):
+            encoded = encoding.encode_ordinary_batch(batch, num_threads=threads)  # type: ignore[attr-defined]
+            counts.extend(len(tokens) for tokens in encoded)
+        return counts
 
     def encode(self, text: str) -> list[int]:
         return list(self.encoding.encode_ordinary(text))  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,7 +18,10 @@ from core.messages import ROLES, Message
 from core.schemas import first_error
 
 STDIN = "-"
+_JSON_KINDS = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
+               "bool": "a boolean", "NoneType": "null"}
 _UTF8_BOM = b"\xef\xbb\xbf"
+_BLANK = re.compile(rb"[ \t\r\f\v]*")
 
 
 @dataclass
@@ -56,11 +60,7 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
     if not raw.strip():
         raise InputError("the file is empty; a transcript needs at least one message", path=name)
     transcript = Transcript(path=name, messages=[])
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if not line.strip():
-            continue
+    for number, line in _lines(raw):
         try:
             data = parse_line(line, name, number)
         except InputError as exc:
@@ -75,20 +75,26 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
     return transcript
 
 
-def parse_line(line: bytes, path: str, number: int) -> dict[str, Any]:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"invalid UTF-8 (byte 0x{line[exc.start]:02x})",
-            path=path,
-            line=number,
-            column=exc.start + 1,
-            fix="re-encode the file as UTF-8",
-        ) from None
+def _lines(raw: bytes) -> Iterator[tuple[int, memoryview]]:
+    """Non-blank lines with their 1-based numbers, as views into ``raw`` (no copies)."""
+    view = memoryview(raw)
+    start, number, size = 0, 0, len(raw)
+    while start < size:
+        end = raw.find(b"\n", start)
+        if end < 0:
+            end = size
+        number += 1
+        stop = end - 1 if end > start and raw[end - 1] == 0x0D else end
+        if _BLANK.fullmatch(raw, start, stop) is None:
+            yield number, view[start:stop]
+        start = end + 1
+
+
+def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
+        _check_utf8(line, path, number)
         reason = str(exc.msg).split(":")[0]
         raise InputError(
             f"malformed JSON: {reason}",
@@ -98,15 +104,28 @@ def parse_line(line: bytes, path: str, number: int) -> dict[str, Any]:
             fix="each line must be one complete JSON object",
         ) from None
     if not isinstance(data, dict):
-        kind = type(data).__name__.replace("dict", "object").replace("list", "array").replace("str", "string")
+        kind = _JSON_KINDS.get(type(data).__name__, "a value")
         raise InputError(
-            f"a {kind}, not a message object",
+            f"{kind}, not a message object",
             path=path,
             line=number,
             fix='each line must be a JSON object such as {"role": "user", "content": "..."}',
         )
     _check_message(data, path, number)
     return data
+
+
+def _check_utf8(line: bytes | memoryview, path: str, number: int) -> None:
+    try:
+        str(line, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"invalid UTF-8 (byte 0x{bytes(line)[exc.start]:02x})",
+            path=path,
+            line=number,
+            column=exc.start + 1,
+            fix="re-encode the file as UTF-8",
+        ) from None
 
 
 def _check_message(data: dict[str, Any], path: str, number: int) -> None:

@@ -1,0 +1,80 @@
+"""Builders shared by the tests: messages, transcripts and CLI runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from cli.app import app
+
+
+def msg(role: str, content: Any = "", **extra: Any) -> dict[str, Any]:
+    return {"role": role, "content": content, **extra}
+
+
+def call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def assistant_calls(*calls: dict[str, Any], content: Any = None) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "tool_calls": list(calls)}
+
+
+def result(call_id: str, content: str, name: str | None = None) -> dict[str, Any]:
+    data = {"role": "tool", "tool_call_id": call_id, "content": content}
+    if name:
+        data["name"] = name
+    return data
+
+
+def write_messages(path: Path, messages: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages), encoding="utf-8")
+    return path
+
+
+def read_messages(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def invoke(*args: str, input: bytes | str | None = None) -> Any:
+    runner = CliRunner()
+    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+_COUNTER = None
+
+
+def shared_counter() -> Any:
+    """One loaded encoder for the whole test session (loading costs ~0.1 s)."""
+    global _COUNTER
+    if _COUNTER is None:
+        from core.tokens import load_counter
+
+        _COUNTER = load_counter("cl100k_base")
+    return _COUNTER
+
+
+def run_core(messages: list[dict[str, Any]], *, mode: str = "budget", repair: bool = False, seams: Any = None, **settings: Any) -> Any:
+    """Compact plain dicts in-process with the real tokenizer; returns the CompactionResult."""
+    import orjson
+
+    from core.config import MemoryConfig, StrategySpec
+    from core.counting import MessageCounter
+    from core.messages import Message
+    from core.pipeline import compact
+
+    if "strategies" in settings:
+        settings["strategies"] = tuple(StrategySpec.parse(s) for s in settings["strategies"])
+    if "keep" in settings:
+        settings["keep"] = tuple(settings["keep"])
+    config = MemoryConfig().with_overrides(**settings)
+    counter, choice = shared_counter()
+    loaded = [Message(data=m, line=i, source=orjson.dumps(m)) for i, m in enumerate(messages, start=1)]
+    return compact(loaded, config, MessageCounter(counter), encoder=choice, mode=mode, repair=repair, seams=seams)
+
+
+def lines_of(result: Any) -> list[int | None]:
+    return [m.line for m in result.messages]

@@ -1,0 +1,107 @@
+"""Invariants of compaction over generated transcripts (Hypothesis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.messages import call_ids, result_ids
+from tests.helpers import run_core
+
+WORDS = st.sampled_from(["alpha", "beta", "gamma", "def", "return", "x = 1", "path/to/file.py", "error:", "\n"])
+TEXT = st.lists(WORDS, min_size=1, max_size=400).map(" ".join)
+TOOLS = st.sampled_from(["read_file", "run_shell", "grep", "write_file"])
+
+
+@st.composite
+def transcripts(draw: Any) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(TEXT)})
+    next_id = 0
+    for _ in range(draw(st.integers(1, 6))):
+        messages.append({"role": "user", "content": draw(TEXT)})
+        for _ in range(draw(st.integers(0, 4))):
+            if draw(st.booleans()):
+                messages.append({"role": "assistant", "content": draw(TEXT)})
+                continue
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):  # parallel calls
+                next_id += 1
+                path = draw(st.sampled_from(["a.py", "b.py", "c.py"]))
+                calls.append({"id": f"call_{next_id}", "type": "function",
+                              "function": {"name": draw(TOOLS), "arguments": f'{{"path": "{path}"}}'}})
+            content = draw(st.one_of(st.none(), TEXT))
+            messages.append({"role": "assistant", "content": content, "tool_calls": calls})
+            results = [{"role": "tool", "tool_call_id": c["id"], "content": draw(TEXT)} for c in calls]
+            messages.extend(draw(st.permutations(results)))
+    if draw(st.booleans()):
+        messages.append({"role": "assistant", "content": draw(TEXT)})
+    return messages
+
+
+def orphans(messages: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    calls = {cid for m in messages for cid in call_ids(m)}
+    results = {rid for m in messages for rid in result_ids(m)}
+    return results - calls, calls - results
+
+
+def pinned_lines(messages: list[dict[str, Any]]) -> set[int]:
+    lines = set()
+    system = next((i for i, m in enumerate(messages, 1) if m["role"] == "system"), None)
+    users = [i for i, m in enumerate(messages, 1) if m["role"] == "user"]
+    if system:
+        lines.add(system)
+    if users:
+        lines.add(users[-1])
+    return lines
+
+
+PROPERTY_SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY_SETTINGS
+@given(transcripts(), st.floats(0.05, 1.2), st.lists(st.integers(1, 40), max_size=3))
+def test_compaction_invariants(messages: list[dict[str, Any]], fraction: float, keep_lines: list[int]) -> None:
+    total = run_core(messages, mode="unlimited").report["before"]["tokens"]
+    budget = max(1, int(total * fraction))
+    keep = [f"line:{n}" for n in keep_lines if n <= len(messages)]
+    out = run_core(messages, max_tokens=budget, keep=keep)
+    report = out.report
+    lines = [m.line for m in out.messages]
+    by_line = {m.line: m for m in out.messages}
+
+    # Order kept, nothing invented.
+    assert lines == sorted(lines)
+    assert set(lines) <= set(range(1, len(messages) + 1))
+    # Pinned and kept messages survive, byte for byte.
+    for line in pinned_lines(messages) | {int(k[5:]) for k in keep}:
+        assert line in by_line and by_line[line].data == messages[line - 1]
+    # No orphan in either direction (the input had none).
+    assert orphans([m.data for m in out.messages]) == (set(), set())
+    # Every removed or rewritten message is in the ledger.
+    removed = set(range(1, len(messages) + 1)) - set(lines)
+    ledger = {(e["line"], e["action"]) for e in report["removed"]}
+    assert removed <= {line for line, action in ledger if action == "removed"}
+    rewritten = {m.line for m in out.messages if m.data != messages[m.line - 1]}
+    assert rewritten <= {line for line, action in ledger if action == "rewritten"}
+    # Under budget whenever the floor (pinned messages and their pairs) fits.
+    if report["budget"]["floor"]["tokens"] < budget:
+        assert report["over_budget"] is False
+        assert report["after"]["tokens"] < budget
+    # A second run with the same budget (and the same messages pinned) changes nothing.
+    new_line = {line: i for i, line in enumerate(lines, start=1)}
+    keep_again = [f"line:{new_line[int(k[5:])]}" for k in keep]
+    again = run_core([m.data for m in out.messages], max_tokens=budget, keep=keep_again)
+    assert [m.data for m in again.messages] == [m.data for m in out.messages]
+
+
+@PROPERTY_SETTINGS
+@given(transcripts(), st.integers(1, 12))
+def test_message_budget_invariants(messages: list[dict[str, Any]], max_messages: int) -> None:
+    out = run_core(messages, max_messages=max_messages)
+    assert orphans([m.data for m in out.messages]) == (set(), set())
+    if out.report["budget"]["floor"]["messages"] <= max_messages:
+        assert len(out.messages) <= max_messages

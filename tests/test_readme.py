@@ -1,0 +1,42 @@
+"""The README tells the truth: CI runs its commands, and its tables name every option."""
+
+from __future__ import annotations
+
+import re
+
+from core import strategies
+from tests.conftest import ROOT
+
+
+def fenced_after(heading: str, text: str) -> str:
+    section = text.split(f"## {heading}\n", 1)[1]
+    return re.search(r"```\n(.*?)\n```", section, re.S).group(1).strip()
+
+
+def test_ci_runs_the_readme_install_and_test_commands_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    install = fenced_after("Install and run", readme)
+    test = fenced_after("Test", readme)
+    assert install.split(" > ")[0] in ci
+    assert test in ci
+
+
+def test_every_option_of_the_main_command_is_documented() -> None:
+    import click
+    import typer.main
+
+    from cli.app import app
+
+    readme = (ROOT / "README.md").read_text()
+    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert any(f"`{opt}" in readme for opt in param.opts), param.opts
+
+
+def test_every_strategy_is_documented() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for name in strategies.NAMES:
+        info = strategies.get(name)
+        assert f"`{name}` ({info.alias})" in readme

@@ -1,0 +1,202 @@
+"""Each strategy on a transcript built for it: what it removes, rewrites and must leave alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.pipeline import Seams
+from tests.helpers import assistant_calls, call, lines_of, msg, result, run_core
+
+BIG = "def handler(event, context):\n    return process(event['records'], retries=3)\n" * 120  # ~2.4k tokens
+
+
+def reads_transcript() -> list[dict]:
+    return [
+        msg("system", "You are a coding agent."),
+        msg("user", "Fix the bug in a.py"),
+        assistant_calls(call("c1", "read_file", path="a.py")),
+        result("c1", "A-v1 " + BIG),
+        assistant_calls(call("c2", "read_file", path="b.py"), call("c3", "read_file", path="a.py")),
+        result("c2", "B-v1 " + BIG),
+        result("c3", "A-v2 " + BIG),
+        assistant_calls(call("c4", "read_file", path="a.py")),
+        result("c4", "A-v3 " + BIG),
+        msg("user", "Thanks, now explain the change."),
+    ]
+
+
+def test_deduplicate_file_reads_points_older_reads_at_the_newest() -> None:
+    out = run_core(reads_transcript(), mode="full", strategies=["deduplicate_file_reads"])
+    contents = {m.line: m.data["content"] for m in out.messages}
+    assert contents[4] == "[compact: superseded by a newer read_file of a.py at line 9]"
+    assert contents[7] == "[compact: superseded by a newer read_file of a.py at line 9]"
+    assert contents[6].startswith("B-v1")  # only read once
+    assert contents[9].startswith("A-v3")  # the newest read stays
+    assert [e["line"] for e in out.report["removed"]] == [4, 7]
+    assert all(e["action"] == "rewritten" for e in out.report["removed"])
+
+
+def test_clear_tool_results_keeps_the_newest_pairs_and_says_what_it_cleared() -> None:
+    out = run_core(reads_transcript(), mode="full", strategies=["clear_tool_results:keep_pairs=1"])
+    contents = {m.line: m.data["content"] for m in out.messages}
+    for line in (4, 6, 7):
+        assert contents[line].startswith("[compact: tool result cleared, ")
+        assert contents[line].endswith(" tokens]")
+    assert contents[9].startswith("A-v3")
+    assert lines_of(out) == list(range(1, 11))  # nothing removed: calls and results stay paired
+    ledger = {e["line"]: e for e in out.report["removed"]}
+    assert f"{ledger[4]['tokens_before']:,} tokens" in contents[4]
+
+
+def test_removing_strategies_stop_as_soon_as_the_budget_is_met() -> None:
+    before = run_core(reads_transcript(), mode="unlimited").report["before"]["tokens"]
+    # Clearing one ~2.4k-token result is enough; clear_tool_results must stop there, oldest first.
+    out = run_core(reads_transcript(), max_tokens=before - 1000, strategies=["clear_tool_results:keep_pairs=0"])
+    cleared = [e["line"] for e in out.report["removed"]]
+    assert cleared == [4]
+    assert out.report["over_budget"] is False
+
+
+def test_clamp_keeps_head_and_tail_token_exact() -> None:
+    from tests.helpers import shared_counter
+
+    long_text = "HEAD-START " + " ".join(f"word{i}" for i in range(6000)) + " TAIL-END"
+    messages = [msg("system", "s"), msg("user", long_text), msg("assistant", "ok"), msg("user", "next")]
+    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=200"])
+    clamped = out.messages[1].data["content"]
+    counter, _ = shared_counter()
+    assert counter.count_batch([clamped])[0] <= 200
+    assert clamped.startswith("HEAD-START word0 word1")
+    assert clamped.endswith("word5999 TAIL-END")
+    assert "tokens cut …]" in clamped
+    # Clamping is stable: a second run leaves the clamped text alone.
+    again = run_core([m.data for m in out.messages], mode="full", strategies=["clamp_oversized_messages:max_part_tokens=200"])
+    assert again.report["removed"] == []
+
+
+def test_clamp_never_touches_pinned_messages() -> None:
+    long_text = " ".join(f"word{i}" for i in range(3000))
+    messages = [msg("system", long_text), msg("user", long_text)]
+    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=100"])
+    assert [m.data["content"] for m in out.messages] == [long_text, long_text]
+
+
+def test_sliding_window_never_splits_a_call_from_its_results() -> None:
+    messages = [
+        msg("system", "s"),
+        msg("user", "u1"),
+        assistant_calls(call("p1", "run_shell", command="ls"), call("p2", "run_shell", command="pwd")),
+        result("p1", "files"),
+        result("p2", "/home"),
+        msg("assistant", "done"),
+        msg("user", "u2"),
+    ]
+    # A window of 4 would cut between the call (line 3) and its results: the whole exchange goes.
+    out = run_core(messages, max_messages=4, strategies=["sliding_window:keep_messages=4"])
+    assert lines_of(out) == [1, 6, 7]
+    assert {e["line"] for e in out.report["removed"]} == {2, 3, 4, 5}
+
+
+def test_sliding_window_keeps_fewer_when_a_token_budget_demands_it() -> None:
+    messages = [msg("system", "s")] + [msg("user" if i % 2 == 0 else "assistant", BIG) for i in range(6)] + [msg("user", "last")]
+    out = run_core(messages, max_tokens=6000, strategies=["sliding_window:keep_messages=40"])
+    assert out.report["after"]["tokens"] < 6000
+    assert lines_of(out)[0] == 1 and lines_of(out)[-1] == 8
+    assert lines_of(out) == sorted(lines_of(out))
+
+
+def test_drop_observations_removes_old_pairs_and_keeps_the_assistant_text() -> None:
+    messages = [
+        msg("system", "s"),
+        msg("user", "u1"),
+        assistant_calls(call("a", "grep", pattern="x"), content="Let me search."),
+        result("a", BIG),
+        msg("user", "u2"),
+        assistant_calls(call("b", "grep", pattern="y")),
+        result("b", "current turn result"),
+    ]
+    out = run_core(messages, mode="full", strategies=["drop_observations"])
+    by_line = {m.line: m.data for m in out.messages}
+    assert 4 not in by_line  # the old result is gone
+    assert by_line[3] == {"role": "assistant", "content": "Let me search."}  # its call went with it
+    assert 6 in by_line and 7 in by_line  # the current turn is untouched
+    actions = {(e["line"], e["action"]) for e in out.report["removed"]}
+    assert actions == {(4, "removed"), (3, "rewritten")}
+
+
+def test_drop_turns_removes_offload_turns_oldest_first_never_the_current() -> None:
+    messages = [msg("system", "s")]
+    for turn in range(5):
+        messages += [msg("user", f"u{turn} " + BIG), msg("assistant", f"a{turn}")]
+    out = run_core(messages, mode="full", offload_turns=2, strategies=["drop_turns"])
+    assert lines_of(out) == [1, 6, 7, 8, 9, 10, 11]
+    budget = run_core(messages, max_tokens=100, offload_turns=1, strategies=["drop_turns"])
+    # One turn per pass, at most 4 passes; the current turn (lines 10-11) always stays.
+    assert lines_of(budget) == [1, 10, 11]
+    assert budget.report["passes"] == 4
+    assert budget.report["over_budget"] is True
+
+
+@pytest.mark.parametrize(
+    "rule",
+    ["tool:read_file", "line:4", "match:A-v1", "role:tool"],
+)
+def test_keep_rules_are_honoured_by_every_strategy(rule: str) -> None:
+    out = run_core(reads_transcript(), max_tokens=10, keep=[rule])
+    by_line = {m.line: m for m in out.messages}
+    assert 4 in by_line and by_line[4].source is not None  # kept byte for byte
+    assert 3 in by_line  # and its call stays with it
+    assert all(e["line"] != 4 for e in out.report["removed"])
+
+
+def test_pinned_messages_survive_untouched_even_over_budget() -> None:
+    messages = [msg("system", BIG), msg("user", "u1"), msg("assistant", "a1"), msg("user", BIG)]
+    out = run_core(messages, max_tokens=100)
+    assert lines_of(out) == [1, 4]
+    assert out.report["over_budget"] is True
+    floor = out.report["budget"]["floor"]
+    assert floor["messages"] == 2 and floor["tokens"] == out.report["after"]["tokens"]
+
+
+def test_orphans_in_the_input_are_warned_and_repair_drops_them() -> None:
+    messages = [
+        msg("system", "s"),
+        msg("user", "u"),
+        assistant_calls(call("cut", "run_shell", command="make"), content="Building."),
+        result("ghost", "a result whose call is gone"),
+        msg("user", "again"),
+    ]
+    warned = run_core(messages, mode="unlimited")
+    assert warned.report["orphans"] == {"results": [4], "calls": [{"line": 3, "id": "cut"}]}
+    assert lines_of(warned) == [1, 2, 3, 4, 5]
+    repaired = run_core(messages, mode="unlimited", repair=True)
+    assert lines_of(repaired) == [1, 2, 3, 5]
+    assert repaired.messages[2].data == {"role": "assistant", "content": "Building."}
+    assert {(e["line"], e["action"]) for e in repaired.report["removed"]} == {(4, "removed"), (3, "rewritten")}
+
+
+def test_strategies_without_their_seam_are_skipped_with_the_reason() -> None:
+    out = run_core(reads_transcript(), max_tokens=10)
+    assert {"strategy": "offload", "reason": "no store"} in out.report["skipped"]
+    assert {"strategy": "summarize", "reason": "no summarizer"} in out.report["skipped"]
+
+
+def test_a_failing_strategy_is_recorded_and_the_pipeline_goes_on() -> None:
+    out = run_core(reads_transcript(), max_tokens=10, seams=Seams(store=object()), strategies=["offload", "sliding_window"])
+    assert out.report["last_error"].startswith("offload: offload needs a store")
+    assert out.report["actions"][0]["strategy"] == "offload" and out.report["actions"][0]["error"]
+    assert any(a["strategy"] == "sliding_window" for a in out.report["actions"])
+
+
+def test_unlimited_compacts_nothing_and_full_ignores_the_budget() -> None:
+    unlimited = run_core(reads_transcript(), mode="unlimited", max_tokens=10)
+    assert lines_of(unlimited) == list(range(1, 11)) and unlimited.report["removed"] == []
+    full = run_core(reads_transcript(), mode="full", max_tokens=10**9)
+    assert full.report["removed"] != []
+    assert full.report["passes"] == 1
+
+
+def test_under_budget_input_is_left_alone() -> None:
+    out = run_core(reads_transcript(), max_tokens=10**6)
+    assert out.report["triggered"] is False
+    assert all(m.source is not None for m in out.messages)
