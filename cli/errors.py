@@ -13,8 +13,8 @@ import typer.core
 from core.errors import CompactError
 
 
-def debug_enabled() -> bool:
-    return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or "--debug" in sys.argv
+def debug_enabled(ctx: click.Context) -> bool:
+    return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or bool(ctx.meta.get(DEBUG_KEY))
 
 
 def print_error(message: str) -> None:
@@ -23,14 +23,21 @@ def print_error(message: str) -> None:
     sys.stderr.flush()
 
 
+DEBUG_KEY = "compact.debug"
+
+
 class ErrorBoundaryGroup(typer.core.TyperGroup):
     """Maps every CompactError raised under it to one stderr line and its exit code."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[DEBUG_KEY] = "--debug" in args
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CompactError as exc:
-            if debug_enabled():
+            if debug_enabled(ctx):
                 raise
             print_error(str(exc))
             raise typer.Exit(exc.exit_code) from None

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.script_launch_mode("subprocess")
 
 
 def test_pipes_stdin_to_stdout(script_runner, samples: Path) -> None:
-    with open(samples / "agent_session.jsonl", "rb") as stdin:
+    with open(samples / "agent_session.jsonl", encoding="utf-8") as stdin:
         result = script_runner.run(["compact", "-", "--max-tokens", "8000"], stdin=stdin)
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
