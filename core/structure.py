@@ -102,8 +102,8 @@ class Structure:
 
     user_positions: list[int]
     turn_of: list[int]
-    owner_of_call: dict[str, int]
-    results_of_call: dict[str, list[int]]
+    results_of_call: dict[tuple[int, str], list[int]]
+    answered_by: dict[int, list[tuple[int, str]]]
     group_of: list[int]
     groups: dict[int, list[int]]
     pinned: list[bool]
@@ -139,13 +139,25 @@ def analyse(
             next_user = next(next_users, None)
         turn_of[i] = turn
 
-    owner_of_call: dict[str, int] = {}
-    results_of_call: dict[str, list[int]] = {}
+    # Pair by position, not by id alone: real transcripts reuse call ids (tau-bench does), so a
+    # result answers the nearest call with its id before it.
+    latest_call: dict[str, int] = {}
+    results_of_call: dict[tuple[int, str], list[int]] = {}
+    answered_by: dict[int, list[tuple[int, str]]] = {}
+    orphan_results: list[int] = []
+    all_calls: list[tuple[int, str]] = []
     for i, message in enumerate(messages):
         for cid in call_ids(message.data):
-            owner_of_call.setdefault(cid, i)
+            latest_call[cid] = i
+            results_of_call.setdefault((i, cid), [])
+            all_calls.append((i, cid))
         for rid in result_ids(message.data):
-            results_of_call.setdefault(rid, []).append(i)
+            owner = latest_call.get(rid)
+            if owner is None:
+                orphan_results.append(i)
+                continue
+            results_of_call[(owner, rid)].append(i)
+            answered_by.setdefault(i, []).append((owner, rid))
 
     parent = list(range(count))
 
@@ -155,15 +167,10 @@ def analyse(
             x = parent[x]
         return x
 
-    orphan_results: list[int] = []
-    for rid, positions in results_of_call.items():
-        owner = owner_of_call.get(rid)
-        for position in positions:
-            if owner is None:
-                orphan_results.append(position)
-            else:
-                parent[find(position)] = find(owner)
-    orphan_calls = [(pos, cid) for cid, pos in owner_of_call.items() if cid not in results_of_call]
+    for position, owners in answered_by.items():
+        for owner, _ in owners:
+            parent[find(position)] = find(owner)
+    orphan_calls = [key for key in all_calls if not results_of_call[key]]
     groups: dict[int, list[int]] = {}
     group_of = [0] * count
     for i in range(count):
@@ -190,8 +197,8 @@ def analyse(
     return Structure(
         user_positions=user_positions,
         turn_of=turn_of,
-        owner_of_call=owner_of_call,
         results_of_call=results_of_call,
+        answered_by=answered_by,
         group_of=group_of,
         groups=groups,
         pinned=pinned,

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.budget import Budget
 from core.counting import MessageCounter
-from core.messages import Message, call_ids, has_text, result_ids
+from core.messages import Message, has_text
 from core.structure import Structure, analyse
 
 
@@ -137,36 +137,31 @@ class Workspace:
             self._drop(i, reason)
         return True
 
-    def remove_pair(self, call_id: str, reason: str) -> bool:
-        """Remove one tool call and its results, rewriting the calling message to drop the call.
+    def remove_pair(self, owner: int, call_id: str, reason: str) -> bool:
+        """Remove one tool call (of the message at ``owner``) and its results.
 
-        A result message answering several calls takes those calls with it; an
-        assistant message left with neither text nor calls goes too.
+        The calling message is rewritten without the call; a result message
+        answering several calls takes those calls with it; an assistant
+        message left with neither text nor calls goes too.
         """
         structure = self.structure
-        owner = structure.owner_of_call.get(call_id)
-        results = {r for r in structure.results_of_call.get(call_id, []) if r not in self.removed}
-        ids = {call_id}
-        for r in results:
-            ids.update(result_ids(self.messages[r].data))
-        results.update(
-            r for cid in ids for r in structure.results_of_call.get(cid, []) if r not in self.removed
-        )
-        if owner is None or owner in self.removed or structure.pinned[owner]:
+        if owner in self.removed or structure.pinned[owner]:
             return False
+        keys = {(owner, call_id)}
+        results = {r for r in structure.results_of_call.get((owner, call_id), []) if r not in self.removed}
+        for r in list(results):
+            keys.update(structure.answered_by.get(r, []))
+        if any(other != owner for other, _ in keys):
+            return False  # a result shared with another message's call: leave the exchange whole
+        results.update(r for key in keys for r in structure.results_of_call.get(key, []) if r not in self.removed)
         if any(structure.pinned[r] for r in results):
             return False
+        ids = {cid for _, cid in keys}
         owner_data = self.messages[owner].data
         remaining = [c for c in owner_data.get("tool_calls") or [] if str(c.get("id")) not in ids]
         for r in sorted(results):
             self._drop(r, reason)
         if not remaining and not has_text(owner_data):
-            # Its other calls (if any) are gone already; nothing is left to keep.
-            leftover = [cid for cid in call_ids(owner_data) if cid not in ids]
-            for cid in leftover:
-                for r in structure.results_of_call.get(cid, []):
-                    if r not in self.removed:
-                        self._drop(r, reason)
             self._drop(owner, reason)
         else:
             data = dict(owner_data)

@@ -200,3 +200,21 @@ def test_under_budget_input_is_left_alone() -> None:
     out = run_core(reads_transcript(), max_tokens=10**6)
     assert out.report["triggered"] is False
     assert all(m.source is not None for m in out.messages)
+
+
+def test_reused_call_ids_pair_with_the_nearest_call_before_them() -> None:
+    # tau-bench reuses one call id in two assistant messages; each result answers the call just before it.
+    messages = [
+        msg("system", "s"),
+        msg("user", "u1"),
+        assistant_calls(call("dup", "get_reservation", id="A")),
+        result("dup", BIG),
+        msg("user", "u2"),
+        assistant_calls(call("dup", "update_reservation", id="A")),
+        result("dup", "Error: balance too low"),
+        msg("user", "u3"),
+    ]
+    out = run_core(messages, max_messages=5, strategies=["sliding_window:keep_messages=5"])
+    assert lines_of(out) == [1, 5, 6, 7, 8]
+    dropped = run_core(messages, mode="full", strategies=["drop_observations"])
+    assert lines_of(dropped) == [1, 2, 5, 8]

@@ -30,7 +30,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
             path = _read_path(call_arguments(call), path_arg)
             if path is None:
                 continue
-            for result in structure.results_of_call.get(str(call.get("id")), []):
+            for result in structure.results_of_call.get((position, str(call.get("id"))), []):
                 reads.append((result, path))
     reads.sort()
     newest: dict[str, int] = {}

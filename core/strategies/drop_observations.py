@@ -16,7 +16,7 @@ def apply(workspace: Workspace) -> str:
         for call_id in call_ids(workspace.messages[position].data):
             if not workspace.should_continue():
                 return f"removed {dropped} tool call/result pair(s) outside the current turn"
-            if workspace.alive(position) and workspace.remove_pair(call_id, "observation outside the current turn"):
+            if workspace.alive(position) and workspace.remove_pair(position, call_id, "observation outside the current turn"):
                 dropped += 1
     return f"removed {dropped} tool call/result pair(s) outside the current turn"
 

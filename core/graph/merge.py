@@ -1,0 +1,308 @@
+"""Merge and import: the policies and the all-or-nothing algorithms (reports: reports.py).
+
+Both work on copies of the graph's id-keyed dicts and hand back the new dicts;
+the caller swaps them in only when everything succeeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+
+from core.errors import GraphError
+from core.graph.caps import GraphCaps, enforce_caps
+from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, exact_sum, gc_paused
+from core.graph.reports import ChangeSet, Conflict, GraphImportReport, MergeReport
+
+
+class ConflictPolicy(StrEnum):
+    """Who wins when an incoming node or relationship has an id the graph already holds."""
+
+    KEEP_EXISTING = "keep_existing"
+    PREFER_INCOMING = "prefer_incoming"
+    MERGE = "merge"
+
+
+class WeightRule(StrEnum):
+    """How the weights of two relationships with the same id combine."""
+
+    INCOMING = "incoming"
+    MAX = "max"
+    SUM = "sum"
+
+
+_RESOLUTIONS = {
+    ConflictPolicy.KEEP_EXISTING: "kept_existing",
+    ConflictPolicy.PREFER_INCOMING: "took_incoming",
+    ConflictPolicy.MERGE: "merged",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MergePolicy:
+    """``conflict``: keep_existing keeps the graph's item whole; prefer_incoming
+    takes the incoming item; merge unites labels (existing order first) and
+    merges properties key by key (top-level keys; the incoming value wins),
+    and for relationships takes the incoming ``from``/``to``/``type``.
+
+    ``weights`` combines the weights of a relationship id present on both
+    sides under prefer_incoming and merge; keep_existing keeps the existing
+    weight, so it only goes with the default ``incoming``.
+    """
+
+    conflict: ConflictPolicy = ConflictPolicy.MERGE
+    weights: WeightRule = WeightRule.INCOMING
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "conflict", ConflictPolicy(self.conflict))
+        object.__setattr__(self, "weights", WeightRule(self.weights))
+        if (
+            self.conflict is ConflictPolicy.KEEP_EXISTING
+            and self.weights is not WeightRule.INCOMING
+        ):
+            raise GraphError(
+                f"weights {self.weights.value!r} has no effect with policy keep_existing, "
+                "which keeps existing relationships whole",
+                fix="drop --weights, or use --policy merge or prefer_incoming to combine weights",
+            )
+
+    def combine(self, existing: float, incoming: float) -> float:
+        if self.conflict is ConflictPolicy.KEEP_EXISTING:
+            return existing
+        if self.weights is WeightRule.MAX:
+            return max(existing, incoming)
+        if self.weights is WeightRule.SUM:
+            return existing + incoming
+        return incoming
+
+    def to_dict(self) -> dict[str, str]:
+        return {"conflict": self.conflict.value, "weights": self.weights.value}
+
+
+def same_value(left: Any, right: Any) -> bool:
+    """JSON equality: unlike ``==``, 1, 1.0 and true differ; key order does not matter."""
+    if left is right or (
+        isinstance(left, dict) and isinstance(right, dict) and not left and not right
+    ):
+        return True
+    if left != right:
+        return False
+    option = orjson.OPT_SORT_KEYS
+    return orjson.dumps(left, option=option) == orjson.dumps(right, option=option)
+
+
+def _node_fields(left: GraphNode, right: GraphNode) -> tuple[str, ...]:
+    differ = []
+    if left.labels != right.labels:
+        differ.append("labels")
+    if not same_value(left.properties, right.properties):
+        differ.append("properties")
+    return tuple(differ)
+
+
+def _rel_fields(left: GraphRelationship, right: GraphRelationship) -> tuple[str, ...]:
+    differ = []
+    if left.source != right.source:
+        differ.append("from")
+    if left.target != right.target:
+        differ.append("to")
+    if left.type != right.type:
+        differ.append("type")
+    if left.weight != right.weight:
+        differ.append("weight")
+    if not same_value(left.properties, right.properties):
+        differ.append("properties")
+    return tuple(differ)
+
+
+def _resolve_node(old: GraphNode, new: GraphNode, policy: MergePolicy) -> GraphNode:
+    if policy.conflict is ConflictPolicy.KEEP_EXISTING:
+        return old
+    if policy.conflict is ConflictPolicy.PREFER_INCOMING:
+        return new
+    labels = tuple(dict.fromkeys(old.labels + new.labels))
+    properties = {**old.properties, **new.properties} if new.properties else old.properties
+    return GraphNode(old.id, labels, properties)
+
+
+def _resolve_rel(
+    old: GraphRelationship, new: GraphRelationship, policy: MergePolicy
+) -> GraphRelationship:
+    weight = policy.combine(old.weight, new.weight)
+    if policy.conflict is ConflictPolicy.KEEP_EXISTING:
+        return old
+    if policy.conflict is ConflictPolicy.PREFER_INCOMING:
+        properties = new.properties
+    else:
+        properties = {**old.properties, **new.properties} if new.properties else old.properties
+    return GraphRelationship(new.id, new.source, new.target, new.type, weight, properties)
+
+
+def _same_node(a: GraphNode, b: GraphNode) -> bool:
+    return a is b or (a.labels == b.labels and same_value(a.properties, b.properties))
+
+
+def _same_rel(a: GraphRelationship, b: GraphRelationship) -> bool:
+    return a is b or (
+        (a.source, a.target, a.type) == (b.source, b.target, b.type)
+        and a.weight == b.weight
+        and same_value(a.properties, b.properties)
+    )
+
+
+def merge_into(
+    nodes: dict[str, GraphNode],
+    rels: dict[str, GraphRelationship],
+    incoming: GraphSnapshot,
+    policy: MergePolicy,
+    caps: GraphCaps,
+    *,
+    source: str | None = None,
+) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], MergeReport]:
+    """Merge a valid ``incoming`` into copies of ``nodes``/``rels``; the originals are not touched.
+
+    Raises GraphError when the result would exceed ``caps`` and eviction is off.
+    """
+    with gc_paused():
+        return _merge_into(nodes, rels, incoming, policy, caps, source)
+
+
+def _merge_into(
+    nodes: dict[str, GraphNode],
+    rels: dict[str, GraphRelationship],
+    incoming: GraphSnapshot,
+    policy: MergePolicy,
+    caps: GraphCaps,
+    source: str | None,
+) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], MergeReport]:
+    before = (len(nodes), len(rels))
+    nodes, rels = dict(nodes), dict(rels)
+    conflicts: list[Conflict] = []
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged = 0
+    resolution = _RESOLUTIONS[policy.conflict]
+    for node in incoming.nodes:
+        old = nodes.get(node.id)
+        if old is None:
+            nodes[node.id] = node
+            added.append(node.id)
+        elif _same_node(old, node):
+            unchanged += 1
+        else:
+            result = _resolve_node(old, node, policy)
+            outcome: Literal["updated", "unchanged"] = "unchanged"
+            if not _same_node(result, old):
+                nodes[node.id] = result
+                updated.append(node.id)
+                outcome = "updated"
+            else:
+                unchanged += 1
+            conflicts.append(
+                Conflict("node", node.id, _node_fields(old, node), resolution, outcome)
+            )
+    node_changes = ChangeSet(tuple(added), tuple(updated), unchanged)
+
+    added, updated, unchanged = [], [], 0
+    for rel in incoming.relationships:
+        old_rel = rels.get(rel.id)
+        if old_rel is None:
+            rels[rel.id] = rel
+            added.append(rel.id)
+            continue
+        weight = policy.combine(old_rel.weight, rel.weight)
+        if _same_rel(old_rel, rel) and weight == old_rel.weight:
+            unchanged += 1
+            continue
+        result_rel = _resolve_rel(old_rel, rel, policy)
+        outcome = "unchanged"
+        if not _same_rel(result_rel, old_rel):
+            rels[rel.id] = result_rel
+            updated.append(rel.id)
+            outcome = "updated"
+        else:
+            unchanged += 1
+        conflicts.append(
+            Conflict(
+                "relationship",
+                rel.id,
+                _rel_fields(old_rel, rel),
+                resolution,
+                outcome,
+                (old_rel.weight, rel.weight, result_rel.weight),
+            )
+        )
+    rel_changes = ChangeSet(tuple(added), tuple(updated), unchanged)
+    _check_weights(rels, rel_changes)
+    evicted = enforce_caps(nodes, rels, caps, action="merge")
+    report = MergeReport(
+        policy,
+        caps,
+        before,
+        (len(nodes), len(rels)),
+        node_changes,
+        rel_changes,
+        tuple(conflicts),
+        evicted,
+        source,
+    )
+    return nodes, rels, report
+
+
+def _check_weights(rels: Mapping[str, GraphRelationship], changes: ChangeSet) -> None:
+    """Summing two finite weights can overflow to infinity: refuse rather than store it."""
+    for rel_id in changes.updated:
+        if not math.isfinite(rels[rel_id].weight):
+            raise GraphError(
+                f"merge refused: the weights of relationship {rel_id!r} sum to infinity; "
+                "nothing was changed",
+                fix="use --weights max or incoming, or smaller weights",
+            )
+
+
+def import_into(
+    snapshot: GraphSnapshot,
+    before: tuple[int, int],
+    caps: GraphCaps,
+    *,
+    warnings: int = 0,
+    source: str | None = None,
+) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
+    """Dicts holding a valid ``snapshot`` alone, fitted to ``caps``, and the report."""
+    with gc_paused():
+        return _import_into(snapshot, before, caps, warnings, source)
+
+
+def _import_into(
+    snapshot: GraphSnapshot,
+    before: tuple[int, int],
+    caps: GraphCaps,
+    warnings: int,
+    source: str | None,
+) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
+    nodes = {node.id: node for node in snapshot.nodes}
+    rels = {rel.id: rel for rel in snapshot.relationships}
+    evicted = enforce_caps(nodes, rels, caps, action="import")
+    labels: Counter[str] = Counter()
+    for node in nodes.values():
+        labels.update(node.labels)
+    types = Counter(rel.type for rel in rels.values())
+    total = exact_sum([rel.weight for rel in rels.values()])
+    report = GraphImportReport(
+        caps,
+        before,
+        (len(nodes), len(rels)),
+        dict(labels),
+        dict(types),
+        total,
+        warnings,
+        evicted,
+        source,
+    )
+    return nodes, rels, report

@@ -1,0 +1,53 @@
+"""Real public transcripts (../shared/realdata): what synthetic data hides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.messages import call_ids, result_ids
+from core.schemas import validator
+from tests.helpers import invoke
+
+CANONICAL = ["openai-chat/tau-bench-airline-task3.jsonl", "openai-chat/swe-agent-marshmallow-1867.jsonl"]
+
+
+@pytest.mark.parametrize("name", CANONICAL)
+def test_round_trip_is_byte_for_byte(name: str, realdata: Path) -> None:
+    path = realdata / name
+    result = invoke(str(path), "--unlimited")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.encode() == path.read_bytes()
+
+
+@pytest.mark.parametrize("name", CANONICAL)
+@pytest.mark.parametrize("budget", [500, 2000, 4000])
+def test_compaction_keeps_the_invariants(name: str, budget: int, realdata: Path, tmp_path: Path) -> None:
+    path = realdata / name
+    original = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    report_path = tmp_path / "r.json"
+    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path))
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_text())
+    validator("report").validate(report)
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    for message in out:
+        validator("message").validate(message)
+    calls = {cid for m in out for cid in call_ids(m)}
+    results = {rid for m in out for rid in result_ids(m)}
+    assert calls == results  # no orphan either way (these inputs have none)
+    assert out[0] == original[0]  # the system prompt is pinned
+    last_user = max(i for i, m in enumerate(original) if m["role"] == "user")
+    assert original[last_user] in out
+    if report["budget"]["floor"]["tokens"] < budget:
+        assert report["after"]["tokens"] < budget
+    removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
+    assert len(original) - len(out) == len(removed)
+
+
+def test_swe_agent_tool_call_ids_lists_pair_like_tool_call_id(realdata: Path) -> None:
+    report = invoke("count", str(realdata / CANONICAL[1]), "--format", "json")
+    usage = json.loads(report.stdout)
+    assert usage["orphans"] == {"results": [], "calls": []}
