@@ -63,7 +63,7 @@ def _root(
 
 
 def _register() -> None:
-    from cli import commands
+    from cli import commands, graph
 
     app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
     app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
@@ -72,12 +72,7 @@ def _register() -> None:
     config_app = typer.Typer(help="Show or check the effective configuration.", no_args_is_help=True)
     config_app.command(name="show", help="Print the effective configuration as JSON.")(commands.config_show)
     app.add_typer(config_app, name="config")
-    try:  # TEMP until cli/graph.py lands
-        from cli import graph
-
-        app.add_typer(graph.graph_app, name="graph")
-    except ImportError:
-        pass
+    app.add_typer(graph.graph_app, name="graph")
 
 
 _register()

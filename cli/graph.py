@@ -1,0 +1,283 @@
+"""`compact graph ...`: check, merge, import and render working-graph snapshots.
+
+Thin by design: each command parses its options, makes one call into
+``core.graph`` (imported lazily, to keep `compact --help` fast) and writes
+the result. Domain errors propagate to the boundary in ``cli.errors``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from core.errors import CheckFailed, InputError
+
+if TYPE_CHECKING:
+    from core.graph import GraphCaps
+
+DEFAULT_MARKER = "CUCA graph memory:"  # = core.graph.DEFAULT_MARKER, kept here to avoid the import
+
+graph_app = typer.Typer(
+    help="Check, merge, import and render working-graph snapshots (JSON; see GRAPH_README.md).",
+    no_args_is_help=True,
+)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    github = "github"
+
+
+class Policy(StrEnum):
+    keep_existing = "keep_existing"
+    prefer_incoming = "prefer_incoming"
+    merge = "merge"
+
+
+class Weights(StrEnum):
+    incoming = "incoming"
+    max = "max"
+    sum = "sum"
+
+
+class Evict(StrEnum):
+    none = "none"
+    lightest = "lightest"
+
+
+class Direction(StrEnum):
+    out = "out"
+    in_ = "in"
+    both = "both"
+
+
+def _file(metavar: str, help_text: str) -> Any:
+    return typer.Argument(
+        ...,
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar=metavar,
+        help=help_text,
+        show_default=False,
+    )
+
+
+MaxNodes = Annotated[
+    int | None,
+    typer.Option(
+        "--max-nodes",
+        min=0,
+        help="Node cap of the resulting graph [default: 1000000].",
+        show_default=False,
+    ),
+]
+MaxRelationships = Annotated[
+    int | None,
+    typer.Option(
+        "--max-relationships",
+        min=0,
+        help="Relationship cap of the resulting graph [default: 5000000].",
+        show_default=False,
+    ),
+]
+EvictOption = Annotated[
+    Evict,
+    typer.Option(
+        "--evict", help="At a cap: refuse the whole operation (none) or evict the lightest nodes."
+    ),
+]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        dir_okay=False,
+        help="Write the snapshot here (atomically) instead of stdout.",
+        show_default=False,
+    ),
+]
+ReportOption = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        metavar="FILE",
+        help="Write the JSON report here ('-' for stdout when -o is given); "
+        "without it a one-line summary goes to stderr.",
+        show_default=False,
+    ),
+]
+
+
+def _caps(max_nodes: int | None, max_relationships: int | None, evict: Evict) -> GraphCaps:
+    from core.graph import GraphCaps
+
+    defaults = GraphCaps()
+    return GraphCaps(
+        defaults.max_nodes if max_nodes is None else max_nodes,
+        defaults.max_relationships if max_relationships is None else max_relationships,
+        evict.value,
+    )
+
+
+def _check_destinations(output: Path | None, report: str | None) -> None:
+    if report == "-" and output is None:
+        raise InputError(
+            "--report - needs -o: the snapshot already goes to stdout",
+            fix="pass -o FILE for the snapshot, or --report FILE",
+        )
+
+
+def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: str | None) -> None:
+    import orjson
+
+    from core.fileio import atomic_write_bytes
+    from core.graph import dump_snapshot_chunks, save_snapshot
+
+    if output is None:
+        stdout = typer.get_binary_stream("stdout")
+        for chunk in dump_snapshot_chunks(graph):
+            stdout.write(chunk)
+        stdout.flush()
+    else:
+        save_snapshot(graph, output)
+    if report_dest is None:
+        typer.echo(f"compact: {report.summary()}", err=True)
+        return
+    data = orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
+    if report_dest == "-":
+        typer.get_binary_stream("stdout").write(data)
+    else:
+        atomic_write_bytes(report_dest, data)
+
+
+@graph_app.command("validate")
+def validate(
+    files: Annotated[list[Path], _file("FILE", "Snapshot files to check.")],
+    output_format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text: one line per finding; json: one document; github: workflow annotations.",
+        ),
+    ] = Format.text,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail the check too.")] = False,
+    warnings: Annotated[
+        bool,
+        typer.Option("--warnings/--no-warnings", help="List warnings (text and github formats)."),
+    ] = True,
+) -> None:
+    """Check snapshots: exit 0 when all are valid, 1 when any is not (made for CI).
+
+    Problems: malformed JSON; schema violations (schemas/graph-snapshot.schema.json); duplicate node
+    or relationship ids; non-finite numbers (NaN, Infinity, 1e999); relationship endpoints missing
+    from the nodes. Warnings, which fail only with --strict: a repeated label, a self-loop, two
+    relationships with the same from, to and type, a node without relationships.
+    """
+    from core.graph import validate_snapshot_file
+    from core.graph.output import finding_lines, passed, summary, validation_document
+
+    results = [validate_snapshot_file(path) for path in files]
+    if output_format is Format.json:
+        import orjson
+
+        document = validation_document(results, strict=strict)
+        typer.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    else:
+        for line in finding_lines(results, output_format.value, warnings=warnings):  # type: ignore[arg-type]
+            typer.echo(line)
+    text = summary(results, strict=strict)
+    if not all(passed(result, strict=strict) for result in results):
+        raise CheckFailed(text, fix="`compact graph validate --help` lists the rules")
+    typer.echo(f"compact: {text}", err=True)
+
+
+@graph_app.command("merge")
+def merge(
+    base: Annotated[Path, _file("BASE", "The snapshot merged into.")],
+    incoming: Annotated[
+        Path, _file("INCOMING", "The snapshot (or delta) merged in; it may point at nodes of BASE.")
+    ],
+    policy: Annotated[
+        Policy, typer.Option("--policy", help="Who wins on an id conflict.")
+    ] = Policy.merge,
+    weights: Annotated[
+        Weights,
+        typer.Option("--weights", help="How the weights of a relationship on both sides combine."),
+    ] = Weights.incoming,
+    max_nodes: MaxNodes = None,
+    max_relationships: MaxRelationships = None,
+    evict: EvictOption = Evict.none,
+    output: OutputOption = None,
+    report: ReportOption = None,
+) -> None:
+    """Merge INCOMING into BASE, all or nothing; the merged snapshot goes to -o or stdout."""
+    from core.graph import MergePolicy, merge_snapshot_files
+
+    _check_destinations(output, report)
+    merge_policy = MergePolicy(policy.value, weights.value)
+    graph, merge_report = merge_snapshot_files(
+        base, incoming, merge_policy, caps=_caps(max_nodes, max_relationships, evict)
+    )
+    _write_outputs(graph, merge_report, output, report)
+
+
+@graph_app.command("import")
+def import_(
+    snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to import.")],
+    max_nodes: MaxNodes = None,
+    max_relationships: MaxRelationships = None,
+    evict: EvictOption = Evict.none,
+    output: OutputOption = None,
+    report: ReportOption = None,
+) -> None:
+    """Validate and normalise a snapshot (all fields written, labels once); report what it holds."""
+    from core.graph import import_snapshot_file
+
+    _check_destinations(output, report)
+    graph, import_report = import_snapshot_file(
+        snapshot, caps=_caps(max_nodes, max_relationships, evict)
+    )
+    _write_outputs(graph, import_report, output, report)
+
+
+@graph_app.command("render")
+def render(
+    snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to render.")],
+    max_nodes: Annotated[int, typer.Option("--max-nodes", min=0, help="Most nodes shown.")] = 64,
+    max_relationships: Annotated[
+        int, typer.Option("--max-relationships", min=0, help="Most relationships shown.")
+    ] = 128,
+    focus: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--focus", metavar="ID", help="Centre on this node (repeatable).", show_default=False
+        ),
+    ] = None,
+    direction: Annotated[
+        Direction, typer.Option("--direction", help="Relationships a focus walk follows.")
+    ] = Direction.both,
+    depth: Annotated[int, typer.Option("--depth", min=0, help="Hops from the focus nodes.")] = 1,
+    max_property_chars: Annotated[
+        int, typer.Option("--max-property-chars", min=0, help="Longest properties text per item.")
+    ] = 200,
+    marker: Annotated[
+        str, typer.Option("--marker", help="First words of the message.")
+    ] = DEFAULT_MARKER,
+) -> None:
+    """Print the graph message a transcript would get (nothing when the graph is empty)."""
+    from core.graph import GraphCaps, GraphContextConfig, load_snapshot, render_graph_text
+
+    config = GraphContextConfig(
+        max_nodes, max_relationships, tuple(focus or ()), direction.value, depth, max_property_chars
+    )
+    text = render_graph_text(load_snapshot(snapshot, caps=GraphCaps.unlimited()), config, marker)
+    if text is None:
+        typer.echo(f"compact: {snapshot}: the graph is empty; there is no graph message", err=True)
+        return
+    typer.echo(text)
