@@ -108,6 +108,13 @@ def run(
     report: Annotated[Optional[str], typer.Option("--report", help="Write the CompressionReport (JSON) to FILE; `-` for stdout when the transcript goes to a file.")] = None,
     table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Show the usage table on stderr (default: when stderr is a terminal).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the persistent token-count cache.")] = False,
+    graph: Annotated[Optional[Path], typer.Option("--graph", help="Working-graph snapshot to render into the transcript (after compaction).", dir_okay=False)] = None,
+    graph_merge: Annotated[Optional[Path], typer.Option("--graph-merge", help="Delta snapshot merged into --graph first.", dir_okay=False)] = None,
+    merge_policy: Annotated[str, typer.Option("--merge-policy", help="On an id conflict: keep_existing, prefer_incoming or merge.")] = "merge",
+    merge_weights: Annotated[str, typer.Option("--merge-weights", help="Weights of a relationship on both sides: incoming, max or sum.")] = "incoming",
+    graph_out: Annotated[Optional[Path], typer.Option("--graph-out", help="Write the resulting graph snapshot to FILE (atomically).", dir_okay=False)] = None,
+    graph_max_nodes: Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes the graph message shows.")] = 64,
+    graph_max_relationships: Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships the graph message shows.")] = 128,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
     from core.api import compact_file
@@ -138,8 +145,28 @@ def run(
         strategy=strategy,
         keep=keep,
     )
+    if graph is None and (graph_merge is not None or graph_out is not None):
+        raise ConfigError("--graph-merge and --graph-out need --graph SNAPSHOT")
+    working = None
+    step = None
+    if graph is not None:
+        from core.graph import GraphContextConfig
+        from core.graph_context import graph_step, load_working_graph
+
+        context = GraphContextConfig(max_nodes=graph_max_nodes, max_relationships=graph_max_relationships)
+        working = load_working_graph(
+            str(graph), merge=str(graph_merge) if graph_merge else None,
+            policy=merge_policy, weights=merge_weights, context=context,
+        )
+        step = graph_step(working, settings.graph_marker)
     mode = FULL if full else UNLIMITED if unlimited else BUDGET
-    result = compact_file(file, settings, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache)
+    result = compact_file(
+        file, settings, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache, graph_step=step
+    )
+    if working is not None and graph_out is not None:
+        from core.graph import save_snapshot
+
+        save_snapshot(working.graph, graph_out)
     _write_outputs(result, file, output=output, in_place=in_place, report=report)
     console = _stderr_console(table)
     if console is not None:
