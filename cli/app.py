@@ -63,16 +63,21 @@ def _root(
 
 
 def _register() -> None:
-    from cli import commands, graph
+    from cli import commands, graph, inspect, store
 
     app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
     app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
         commands.count
     )
+    app.command(name="stats", help=inspect.STATS_HELP, no_args_is_help=True)(inspect.stats)
+    app.command(name="diff", help=inspect.DIFF_HELP, no_args_is_help=True)(inspect.diff)
+    app.command(name="validate", help=inspect.VALIDATE_HELP, no_args_is_help=True)(inspect.validate)
     config_app = typer.Typer(help="Show or check the effective configuration.", no_args_is_help=True)
     config_app.command(name="show", help="Print the effective configuration as JSON.")(commands.config_show)
     app.add_typer(config_app, name="config")
     app.add_typer(graph.graph_app, name="graph")
+    app.command(name="recall", help=store.RECALL_HELP)(store.recall)
+    app.add_typer(store.store_app, name="store")
 
 
 _register()

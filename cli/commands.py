@@ -33,6 +33,13 @@ FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", he
 WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a one-shot `CUCA context warning:` system message when usage reaches this fraction of the window.")]
 TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass (default 2).")]
 StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", help="NAME[:key=value,...]; repeat to give the ordered list (replaces the configured one).")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="COMPACT_STORE", help="SQLite offload store: enables offload, and everything removed can be recalled (compact recall).")]
+SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", help="Enables summarize: extractive (offline) or openai (any OpenAI-compatible server).")]
+SummarizerUrlOpt = Annotated[Optional[str], typer.Option("--summarizer-url", help="Base URL of the chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
+SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model", help="Model name sent to the server.")]
+ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); the key is never printed.")]
+SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", help="File whose text replaces the summary system prompt.")]
+QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask the model once more when its summary misses the trailer, a required kind or an identifier (default on).")]
 KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", help="Pin more messages: role:NAME, tool:NAME, match:REGEX, line:N or line:A-B. Repeatable.")]
 
 
@@ -52,6 +59,7 @@ def build_config(
     offload_turns: int | None = None,
     strategy: list[str] | None = None,
     keep: list[str] | None = None,
+    **seam_options: Any,
 ) -> Any:
     from core.config import MemoryConfig, StrategySpec, load_config
 
@@ -71,6 +79,7 @@ def build_config(
         offload_turns=offload_turns,
         strategies=strategies,
         keep=tuple([*base.keep, *keep]) if keep else None,
+        **seam_options,
     )
 
 
@@ -98,6 +107,13 @@ def run(
     strategy: StrategyOpt = None,
     keep: KeepOpt = None,
     config: ConfigOpt = None,
+    store: StoreOpt = None,
+    summarizer: SummarizerOpt = None,
+    summarizer_url: SummarizerUrlOpt = None,
+    summarizer_model: SummarizerModelOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    summary_prompt: SummaryPromptOpt = None,
+    quality_retry: QualityRetryOpt = None,
     full: Annotated[bool, typer.Option("--full", help="Run every strategy fully, once, whatever the budget.")] = False,
     unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: only count, warn and render.")] = False,
     repair: Annotated[bool, typer.Option("--repair", help="Drop tool calls without results and results without calls found in the input.")] = False,
@@ -144,6 +160,13 @@ def run(
         offload_turns=offload_turns,
         strategy=strategy,
         keep=keep,
+        store=store,
+        summarizer=summarizer,
+        summarizer_url=summarizer_url,
+        summarizer_model=summarizer_model,
+        api_key_env=api_key_env,
+        summary_prompt_file=summary_prompt,
+        quality_retry=quality_retry,
     )
     if graph is None and (graph_merge is not None or graph_out is not None):
         raise ConfigError("--graph-merge and --graph-out need --graph SNAPSHOT")

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 BAR_WIDTH = 20
+DETAIL_CHARS = 120
 
 
 def bar(fraction: float) -> str:
@@ -90,6 +91,8 @@ def _actions_table(actions: list[dict[str, Any]]) -> Table:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for action in actions:
         detail = action["detail"] if not action["error"] else f"error: {action['error']}"
+        if len(detail) > DETAIL_CHARS:
+            detail = detail[: DETAIL_CHARS - 1] + "…"  # the report holds it whole
         table.add_row(
             action["strategy"],
             str(action["pass"]),

@@ -52,7 +52,7 @@ class StrategySpec:
                 accepted = ", ".join(types) or "no parameters"
                 raise ConfigError(f"strategy {info.name} has no parameter {key!r}", fix=f"it takes {accepted}")
             try:
-                params[key] = types[key](value.strip())
+                params[key] = _coerce(types[key], value.strip())
             except ValueError:
                 raise ConfigError(
                     f"strategy {info.name}: {key} must be {types[key].__name__}, not {value!r}"
@@ -66,6 +66,17 @@ class StrategySpec:
         if not self.params:
             return self.kind
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _coerce(kind: type, value: str) -> Any:
+    if kind is bool:
+        if value.lower() not in _BOOLEANS:
+            raise ValueError(value)
+        return _BOOLEANS[value.lower()]
+    return kind(value)
 
 
 def default_strategies() -> list[StrategySpec]:
@@ -88,6 +99,18 @@ class MemoryConfig:
     keep: tuple[str, ...] = ()
     warning_marker: str = WARNING_MARKER
     graph_marker: str = GRAPH_MARKER
+    store: str | None = None
+    store_max_bytes: int | None = None
+    store_at_cap: str = "refuse"
+    summarizer: str | None = None
+    summarizer_url: str | None = None
+    summarizer_model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    summarizer_timeout: float = 60.0
+    summarizer_retries: int = 2
+    summary_prompt_file: str | None = None
+    quality_retry: bool = True
+    require_preserved_kinds: tuple[str, ...] = ("decision", "rationale")
     strategies: tuple[StrategySpec, ...] = field(default_factory=lambda: tuple(default_strategies()))
 
     def __post_init__(self) -> None:
@@ -98,6 +121,15 @@ class MemoryConfig:
             )
         for rule in self.keep:
             KeepRule.parse(rule)
+        if self.summarizer not in (None, "extractive", "openai"):
+            raise ConfigError(f"unknown summarizer {self.summarizer!r}", fix="use extractive or openai")
+        if self.summarizer == "openai" and not (self.summarizer_url and self.summarizer_model):
+            raise ConfigError(
+                "the openai summarizer needs a server and a model",
+                fix="give --summarizer-url (e.g. http://127.0.0.1:8080/v1) and --summarizer-model",
+            )
+        if self.store_at_cap not in ("refuse", "evict_oldest"):
+            raise ConfigError(f"unknown store_at_cap {self.store_at_cap!r}", fix="use refuse or evict_oldest")
 
     # -- derived -----------------------------------------------------------
 
@@ -126,6 +158,7 @@ class MemoryConfig:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["keep"] = list(self.keep)
+        data["require_preserved_kinds"] = list(self.require_preserved_kinds)
         data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
         data["strategies"] = [s.to_dict() for s in self.strategies]
         return data
@@ -205,6 +238,8 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> MemoryConf
         values["graph_marker"] = markers["graph"]
     if "keep" in data:
         values["keep"] = tuple(data["keep"])
+    if "require_preserved_kinds" in data:
+        values["require_preserved_kinds"] = tuple(data["require_preserved_kinds"])
     if "strategies" in data:
         specs = []
         for item in data["strategies"]:

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import hashlib
+
 import orjson
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -164,3 +166,9 @@ def has_text(data: Mapping[str, Any]) -> bool:
 def starts_with_marker(data: Mapping[str, Any], marker: str) -> bool:
     content = data.get("content")
     return isinstance(content, str) and content.startswith(marker)
+
+
+def content_handle(data: Mapping[str, Any]) -> str:
+    """The store's handle for a message: a hash of its canonical JSON (same content, same handle)."""
+    digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"off_{digest[:16]}"

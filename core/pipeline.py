@@ -12,6 +12,7 @@ from core.config import MemoryConfig
 from core.counting import MessageCounter
 from core.messages import Message, has_text, starts_with_marker
 from core.report import build_report
+from core.seams import Seams
 from core.structure import kept_lines
 from core.tokens import EncoderChoice
 from core.workspace import Workspace
@@ -24,19 +25,6 @@ MODES = (BUDGET, FULL, UNLIMITED)
 
 # Renders the working graph into the compacted messages; returns them and the graph summary.
 GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[str, Any]]]
-
-
-@dataclass
-class Seams:
-    """The extension seams strategies may need; None means absent (the strategy is skipped)."""
-
-    store: Any = None
-    summarizer: Any = None
-
-    def reason_missing(self, need: str | None) -> str | None:
-        if need is None or getattr(self, need) is not None:
-            return None
-        return f"no {need}"
 
 
 @dataclass
@@ -94,6 +82,8 @@ def compact(
         graph_marker=config.graph_marker,
         full=mode == FULL,
         offload_turns=config.offload_turns,
+        seams=seams,
+        source=source,
     )
     before = {"messages": workspace.live_messages, "tokens": workspace.live_tokens}
     orphans = {
@@ -207,13 +197,12 @@ def _run_strategies(
             workspace.begin(info.name, pass_number)
             try:
                 detail = info.run(workspace, spec.params)
+                outcome = workspace.end(detail)
             except Exception as exc:  # a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
-                message = f"{info.name}: {exc}"
-                errors.append(message)
+                errors.append(f"{info.name}: {exc}")
                 actions.append({**_action(info.name, pass_number, workspace.end()), "error": str(exc)})
                 continue
-            outcome = workspace.end(detail)
             if outcome.acted:
                 progress = True
                 actions.append(_action(info.name, pass_number, outcome))
@@ -228,6 +217,8 @@ def _action(strategy: str, pass_number: int, outcome: Any) -> dict[str, Any]:
         "pass": pass_number,
         "messages_removed": outcome.removed,
         "messages_changed": outcome.rewritten,
+        "messages_added": outcome.added,
+        "messages_offloaded": outcome.offloaded,
         "tokens_saved": outcome.tokens_saved,
         "detail": outcome.detail,
         "error": None,

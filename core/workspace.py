@@ -14,7 +14,8 @@ from typing import Any
 
 from core.budget import Budget
 from core.counting import MessageCounter
-from core.messages import Message, has_text
+from core.messages import Message, content_handle, has_text
+from core.seams import Seams, offload_items
 from core.structure import Structure, analyse
 
 
@@ -22,12 +23,14 @@ from core.structure import Structure, analyse
 class StepOutcome:
     removed: int = 0
     rewritten: int = 0
+    added: int = 0
     tokens_saved: int = 0
     detail: str = ""
+    offloaded: int = 0
 
     @property
     def acted(self) -> bool:
-        return self.removed > 0 or self.rewritten > 0
+        return self.removed > 0 or self.rewritten > 0 or self.added > 0
 
 
 class Workspace:
@@ -42,7 +45,11 @@ class Workspace:
         graph_marker: str | None = None,
         full: bool = False,
         offload_turns: int = 2,
+        seams: Seams | None = None,
+        source: str = "<stdin>",
     ) -> None:
+        self.seams = seams or Seams()
+        self.source = source
         self.budget = budget
         self.counter = counter
         self.kept = kept
@@ -100,6 +107,8 @@ class Workspace:
         self.strategy = strategy
         self.pass_number = pass_number
         self._outcome = StepOutcome()
+        self._originals: list[tuple[Message, int]] = []
+        self._inserted: dict[int, list[Message]] = {}
         self._snapshot = list(self.messages)
         self._ledger_mark = len(self.ledger)
 
@@ -108,15 +117,39 @@ class Workspace:
         del self.ledger[self._ledger_mark :]
         self._set_messages(self._snapshot)
         self._outcome = StepOutcome()
+        self._originals = []
+        self._inserted = {}
 
     def end(self, detail: str = "") -> StepOutcome:
-        """Apply the marks: the list shrinks to the survivors and the structure is recomputed."""
+        """Apply the marks: the list shrinks to the survivors and the structure is recomputed.
+
+        With a store, everything this step removed or rewrote is offloaded first, in one
+        transaction; if that fails the error propagates and the caller rolls the step back.
+        """
         outcome = self._outcome
         outcome.detail = detail
-        if self.removed or outcome.rewritten:
-            survivors = [m for i, m in enumerate(self.messages) if i not in self.removed]
+        if self.seams.store is not None and self._originals:
+            self.seams.store.offload(offload_items(self._originals, self.source))
+            outcome.offloaded = len(self._originals)
+        if self.removed or outcome.rewritten or self._inserted:
+            survivors: list[Message] = []
+            for i, message in enumerate(self.messages):
+                survivors.extend(self._inserted.get(i, ()))
+                if i not in self.removed:
+                    survivors.append(message)
+            survivors.extend(self._inserted.get(len(self.messages), ()))
             self._set_messages(survivors)
         return outcome
+
+    def insert(self, position: int, message: Message) -> Message:
+        """Add a message compact wrote (a placeholder, a summary) before ``position``."""
+        counted = self.counter.count_message(message)
+        self._inserted.setdefault(position, []).append(counted)
+        self.live_messages += 1
+        self.live_tokens += counted.tokens
+        self._outcome.added += 1
+        self._outcome.tokens_saved -= counted.tokens
+        return counted
 
     def removal_set(self, positions: Iterable[int]) -> set[int] | None:
         """``positions`` with every call and result paired to them, or None if any is pinned."""
@@ -177,6 +210,7 @@ class Workspace:
         if self.structure.pinned[position]:
             raise ValueError("a pinned message cannot be rewritten")
         before = self.messages[position]
+        self._originals.append((before, self.structure.turn_of[position]))
         after = self.counter.count_message(before.rewritten(data))
         self.messages[position] = after
         saved = before.tokens - after.tokens
@@ -189,6 +223,7 @@ class Workspace:
 
     def _drop(self, position: int, reason: str) -> None:
         message = self.messages[position]
+        self._originals.append((message, self.structure.turn_of[position]))
         self.removed.add(position)
         if self.structure.counted[position]:
             self.live_messages -= 1
@@ -198,8 +233,7 @@ class Workspace:
         self._record(message, "removed", 0, reason)
 
     def _record(self, message: Message, action: str, tokens_after: int, reason: str) -> None:
-        self.ledger.append(
-            {
+        entry = {
                 "line": message.line,
                 "role": message.role,
                 "strategy": self.strategy,
@@ -209,4 +243,6 @@ class Workspace:
                 "tokens_after": tokens_after,
                 "reason": reason,
             }
-        )
+        if self.seams.store is not None:
+            entry["handle"] = content_handle(message.data)
+        self.ledger.append(entry)

@@ -9,6 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_transcripts"
 REALDATA = ROOT.parent / "shared" / "realdata"
 
+pytest_plugins = ["tests.chat_server"]
+
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -61,3 +63,4 @@ def golden(request: pytest.FixtureRequest):
         assert text == path.read_text(encoding="utf-8"), f"{name} differs; rerun with --update-goldens if intended"
 
     return check
+

@@ -91,7 +91,7 @@ def test_default_config_matches_the_seed() -> None:
         "clamp_oversized_messages", "sliding_window", "drop_observations", "drop_turns",
     ]
     defaults = {name: strategies.get(name).defaults() for name in strategies.NAMES}
-    assert defaults["offload"] == {"turns": 10} and defaults["summarize"] == {"turns": 10}
+    assert defaults["offload"]["turns"] == 10 and defaults["summarize"]["turns"] == 10
     assert defaults["deduplicate_file_reads"]["tool_name"] == "read_file"
     assert defaults["clear_tool_results"] == {"keep_pairs": 3}
     assert defaults["clamp_oversized_messages"] == {"max_part_tokens": 4096}

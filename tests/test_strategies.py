@@ -181,11 +181,27 @@ def test_strategies_without_their_seam_are_skipped_with_the_reason() -> None:
     assert {"strategy": "summarize", "reason": "no summarizer"} in out.report["skipped"]
 
 
-def test_a_failing_strategy_is_recorded_and_the_pipeline_goes_on() -> None:
-    out = run_core(reads_transcript(), max_tokens=10, seams=Seams(store=object()), strategies=["offload", "sliding_window"])
-    assert out.report["last_error"].startswith("offload: offload needs a store")
-    assert out.report["actions"][0]["strategy"] == "offload" and out.report["actions"][0]["error"]
-    assert any(a["strategy"] == "sliding_window" for a in out.report["actions"])
+class ExplodingSummarizer:
+    name = "exploding"
+
+    def identity(self) -> str:
+        return "exploding"
+
+    def summarize(self, request, counter):  # type: ignore[no-untyped-def]
+        from core.errors import StrategyError
+
+        raise StrategyError("the summarizer is down")
+
+
+def test_a_failing_strategy_is_rolled_back_recorded_and_the_pipeline_goes_on() -> None:
+    out = run_core(reads_transcript(), max_tokens=10, seams=Seams(summarizer=ExplodingSummarizer()),
+                   strategies=["summarize", "sliding_window"])
+    assert out.report["last_error"] == "summarize: the summarizer is down"
+    failed = out.report["actions"][0]
+    assert failed["strategy"] == "summarize" and failed["error"] == "the summarizer is down"
+    assert failed["messages_removed"] == 0
+    assert all(e["strategy"] != "summarize" for e in out.report["removed"])
+    assert any(a["strategy"] == "sliding_window" and a["messages_removed"] for a in out.report["actions"])
 
 
 def test_unlimited_compacts_nothing_and_full_ignores_the_budget() -> None:

@@ -1,25 +1,61 @@
-"""Offload{turns}: moves the oldest turns into a store, recoverable with `compact recall`.
+"""Offload{turns}: moves the oldest turns (never the current one) into the store.
 
-The store seam is not built yet: without a store the pipeline skips this
-strategy and the report says `skipped: no store`.
+Every message of an offloaded turn is written to the store (by the workspace,
+in one transaction with the step: if the write fails, the turns stay where
+they were) and the turn leaves a one-line placeholder with the handle to
+recall it by and a short digest; `placeholder=false` leaves none.
 """
 
 from __future__ import annotations
 
-from core.errors import StrategyError
+from core.messages import Message, content_handle, content_text
 from core.strategies.base import Param, StrategyInfo
+from core.strategies.placeholders import PREFIX
 from core.workspace import Workspace
 
+DIGEST_CHARS = 80
 
-def apply(workspace: Workspace, *, turns: int) -> str:
-    raise StrategyError("offload needs a store (--store), which this version does not provide yet")
+
+def _digest(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= DIGEST_CHARS else flat[: DIGEST_CHARS - 1] + "…"
+
+
+def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
+    starts = workspace.structure.user_positions
+    moved = 0
+    messages = 0
+    for turn, start in enumerate(starts[:-1]):  # the last start is the current turn
+        if moved >= turns or not workspace.should_continue():
+            break
+        end = starts[turn + 1]
+        first = workspace.messages[start]
+        took = [p for p in range(start, end) if workspace.alive(p) and not workspace.pinned(p)]
+        took = [p for p in took if workspace.remove([p], f"turn {turn + 1} offloaded to the store")]
+        if not took:
+            continue
+        moved += 1
+        messages += len(took)
+        if placeholder:
+            lines = [workspace.messages[p].line for p in took if workspace.messages[p].line is not None]
+            where = f", lines {min(lines)}-{max(lines)}" if lines else ""
+            text = (
+                f"{PREFIX} turn {turn + 1} offloaded ({len(took)} messages{where}); "
+                f"recall: compact recall --id {content_handle(first.data)}; "
+                f'asked: "{_digest(content_text(first.data))}"]'
+            )
+            workspace.insert(start, Message(data={"role": "system", "content": text}))
+    return f"offloaded {moved} turn(s), {messages} message(s), to the store"
 
 
 STRATEGY = StrategyInfo(
     name="offload",
     alias="Offload",
-    summary="move the oldest turns into the store (needs a store)",
-    params=(Param("turns", int, 10, "how many of the oldest turns to move"),),
+    summary="move the oldest turns into the store (needs --store)",
+    params=(
+        Param("turns", int, 10, "how many of the oldest turns to move"),
+        Param("placeholder", bool, True, "leave a one-line placeholder with the recall handle"),
+    ),
     apply=apply,
     needs="store",
 )

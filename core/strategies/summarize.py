@@ -1,25 +1,162 @@
-"""Summarize{turns}: replaces the oldest turns with one summary message.
+"""Summarize{turns}: replaces the oldest turns (never the current one) with one summary message.
 
-The summarizer seam is not built yet: without a summarizer the pipeline
-skips this strategy and the report says `skipped: no summarizer`.
+The summary carries the files read and changed (tracked tool arguments,
+compaction-policy.txt) across compactions: a later run folds the previous
+summary in — it is handed to the summarizer as the previous summary and its
+file lists are united — rather than summarizing a summary blindly. Identifiers
+the summarizer lost are appended verbatim. With a store, summaries are cached
+by a hash of the span and the prompt, so a rerun asks the model nothing.
 """
 
 from __future__ import annotations
 
-from core.errors import StrategyError
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from core.messages import Message, call_arguments, call_name, starts_with_marker, tool_calls
 from core.strategies.base import Param, StrategyInfo
+from core.summarizers.base import SummaryRequest
+from core.summarizers.facts import PATH_KEYS, extract_facts, missing_facts
 from core.workspace import Workspace
 
+MARKER = "CUCA summary:"
+FILES_READ = "Files read:"
+FILES_CHANGED = "Files changed:"
+FACTS = "Kept verbatim:"
+READ_TOOLS = ("read_file", "Read", "view", "cat", "open_file", "NotebookRead")
+CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file")
 
-def apply(workspace: Workspace, *, turns: int) -> str:
-    raise StrategyError("summarize needs a summarizer, which this version does not provide yet")
+
+def tracked_files(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    read: dict[str, None] = {}
+    changed: dict[str, None] = {}
+    for message in messages:
+        for call in tool_calls(message):
+            name = call_name(call)
+            target = read if name in READ_TOOLS else changed if name in CHANGE_TOOLS else None
+            if target is None:
+                continue
+            arguments = call_arguments(call)
+            for key in PATH_KEYS:
+                if isinstance(arguments.get(key), str):
+                    target[arguments[key]] = None
+    return list(read), list(changed)
+
+
+def parse_previous(text: str) -> tuple[str, list[str], list[str]]:
+    """A previous summary's body and its file lists (the lines compact wrote)."""
+    body, read, changed = [], [], []
+    for line in text.splitlines()[1:]:  # the first line is the marker line
+        if line.startswith(FILES_READ):
+            read = [p.strip() for p in line[len(FILES_READ) :].split(",") if p.strip()]
+        elif line.startswith(FILES_CHANGED):
+            changed = [p.strip() for p in line[len(FILES_CHANGED) :].split(",") if p.strip()]
+        elif not line.startswith(FACTS):
+            body.append(line)
+    return "\n".join(body).strip(), read, changed
+
+
+def _unite(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
+    payload = orjson.dumps(
+        [summarizer.identity(), request.previous, list(request.messages), list(request.facts), request.max_tokens],
+        option=orjson.OPT_SORT_KEYS,
+    )
+    return "summary:" + hashlib.sha256(payload).hexdigest()
+
+
+def _previous_summary(workspace: Workspace, before: int) -> int | None:
+    for position in range(before - 1, -1, -1):
+        message = workspace.messages[position]
+        if workspace.alive(position) and message.role == "system" and starts_with_marker(message.data, MARKER):
+            return position
+    return None
+
+
+def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
+    summarizer = workspace.seams.summarizer
+    starts = workspace.structure.user_positions
+    count = min(turns, len(starts) - 1)  # never the current turn
+    if count <= 0:
+        return "nothing to summarize: only the current turn is left"
+    span_start, span_end = starts[0], starts[count]
+    positions = [p for p in range(span_start, span_end) if workspace.alive(p) and not workspace.pinned(p)]
+    # Each message goes with its exchange; an exchange holding a pinned message stays whole.
+    removable = sorted(set().union(*(workspace.removal_set([p]) or set() for p in positions)))
+    if not removable:
+        return "nothing to summarize: the oldest turns are pinned"
+    span = [workspace.messages[p].data for p in removable]
+    previous_at = _previous_summary(workspace, span_start)
+    previous_text = workspace.messages[previous_at].data["content"] if previous_at is not None else ""
+    previous_body, read_before, changed_before = parse_previous(previous_text) if previous_text else ("", [], [])
+    request = SummaryRequest(
+        messages=tuple(span),
+        first_turn=workspace.structure.turn_of[span_start] + 1,
+        last_turn=workspace.structure.turn_of[span_start] + count,
+        previous=previous_body or None,
+        facts=tuple(extract_facts(span)),
+        max_tokens=max_tokens,
+    )
+    store = workspace.seams.store
+    key = _cache_key(summarizer, request)
+    cached = store.get_summary(key) if store is not None else None
+    if cached is not None:
+        text, by, notes = cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
+    else:
+        result = summarizer.summarize(request, workspace.counter)
+        text, by, notes = result.text, result.by, result.notes
+        if store is not None:
+            store.put_summary(key, text, {"by": by, "attempts": result.attempts})
+    read, changed = tracked_files(span)
+    read, changed = _unite(read_before, read), _unite(changed_before, changed)
+    lost = missing_facts(text, request.facts)
+    lines = [
+        f"{MARKER} turns {request.first_turn}-{request.last_turn} "
+        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}.",
+        text,
+    ]
+    if read:
+        lines.append(f"{FILES_READ} {', '.join(read)}")
+    if changed:
+        lines.append(f"{FILES_CHANGED} {', '.join(changed)}")
+    if lost:
+        lines.append(f"{FACTS} {'; '.join(lost)}")
+    summary = {"role": "system", "content": "\n".join(lines)}
+    for position in removable:
+        workspace.remove([position], f"summarized into turns {request.first_turn}-{request.last_turn}")
+    if previous_at is not None and not workspace.pinned(previous_at):
+        workspace.rewrite(previous_at, summary, "earlier summary folded into the new one")
+    else:
+        workspace.insert(removable[0], Message(data=summary))
+    detail = f"summarized turns {request.first_turn}-{request.last_turn} ({len(removable)} messages) with {by}"
+    if lost:
+        detail += f"; appended {len(lost)} identifier(s) the summary had lost: {'; '.join(lost)}"
+    if notes:
+        detail += "; " + "; ".join(notes)
+    return detail
+
+
+def _line_range(workspace: Workspace, positions: Sequence[int]) -> str:
+    lines = [workspace.messages[p].line for p in positions if workspace.messages[p].line is not None]
+    if not lines:
+        return "?"
+    return f"{min(lines)}-{max(lines)}"  # type: ignore[type-var]
 
 
 STRATEGY = StrategyInfo(
     name="summarize",
     alias="Summarize",
-    summary="replace the oldest turns with one summary (needs a summarizer)",
-    params=(Param("turns", int, 10, "how many of the oldest turns to summarize"),),
+    summary="replace the oldest turns with one summary (needs --summarizer)",
+    params=(
+        Param("turns", int, 10, "how many of the oldest turns to summarize"),
+        Param("max_tokens", int, 1024, "the most tokens the summary may take"),
+    ),
     apply=apply,
     needs="summarizer",
 )

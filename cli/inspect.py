@@ -1,0 +1,320 @@
+"""`compact stats`, `compact diff` and `compact validate`: look at transcripts, change nothing.
+
+Each command parses its options, makes one call into core (core.stats,
+core.diff, core.provider_check) and renders the result: rich tables or one
+JSON document on stdout. Domain errors propagate to the boundary in cli.errors.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+
+from cli.commands import BackendOpt, CharsOpt, ConfigOpt, EncoderOpt, FramingOpt, ModelOpt, build_config
+from core.errors import CheckFailed, ConfigError
+
+STATS_HELP = """Show where a transcript's tokens go: by role, by tool, by file read, the largest messages,
+and the files read more than once with what those rereads cost.
+
+Counts equal `compact count` (same encoder options). A tool's tokens are its calls (name and
+arguments) plus the results that answer them. Tables go to stdout; --format json prints one
+JSON document instead. Exit codes: 0 done; 2 bad usage or input.
+"""
+
+DIFF_HELP = """Show which messages were removed, rewritten or added between BEFORE and AFTER
+(typically a transcript and its compacted output), with line numbers on both sides and tokens.
+
+A message of AFTER identical to one of BEFORE is kept; between kept messages, one with the same
+role (and tool_call_id) is rewritten; the rest of BEFORE was removed and the rest of AFTER added.
+Exit codes: 0 done; 2 bad usage or input.
+"""
+
+VALIDATE_HELP = """Check that a provider's API would accept a transcript: one line per problem on stdout,
+`FILE:LINE: problem (fix)`, and a summary on stderr.
+
+Checks: every tool call has a result and every result a call; results right after their call
+(openai, anthropic) or before the next assistant message (responses); one tool_call_id per
+result; call ids (openai, responses: non-empty; anthropic: letters, digits, _ and -, unique);
+roles the provider knows; openai: a tool message follows an assistant message with tool_calls,
+an assistant message has content or tool_calls; anthropic: system messages only at the start,
+the first other message is user, user and assistant alternate, no empty text.
+Exit codes: 0 no problem; 1 problems found; 2 bad usage or input.
+"""
+
+FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")]
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class Provider(StrEnum):
+    openai = "openai"
+    anthropic = "anthropic"
+    responses = "responses"
+
+
+FormatOpt = Annotated[Format, typer.Option("--format", help="table (rich tables) or json (one document), on stdout.")]
+
+
+def stats(
+    file: FileArg,
+    output_format: FormatOpt = Format.table,
+    top: Annotated[int, typer.Option("--top", min=0, help="Rows per table (largest messages, tools, files); 0 shows all.")] = 10,
+    read_tool: Annotated[
+        list[str] | None,
+        typer.Option("--read-tool", metavar="NAME", help="Tool whose calls read files (repeatable; default read_file).", show_default=False),
+    ] = None,
+    model: ModelOpt = None,
+    encoder: EncoderOpt = None,
+    backend: BackendOpt = None,
+    chars_per_token: CharsOpt = None,
+    framing: FramingOpt = None,
+    config: ConfigOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    from core.stats import DEFAULT_READ_TOOLS, stats_file
+
+    settings = build_config(
+        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
+    )
+    result = stats_file(file, settings, read_tools=tuple(read_tool or DEFAULT_READ_TOOLS), use_cache=not no_cache)
+    limit = top or None
+    if output_format is Format.json:
+        _print_json(result.to_dict(top=limit))
+        return
+    print_stats(result, limit)
+
+
+def diff(
+    before: Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)],
+    after: Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)],
+    output_format: FormatOpt = Format.table,
+    model: ModelOpt = None,
+    encoder: EncoderOpt = None,
+    backend: BackendOpt = None,
+    chars_per_token: CharsOpt = None,
+    framing: FramingOpt = None,
+    config: ConfigOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    from core.diff import diff_files
+
+    if before == "-" and after == "-":
+        raise ConfigError("BEFORE and AFTER cannot both be stdin", fix="give at least one of them as a file")
+    settings = build_config(
+        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
+    )
+    result = diff_files(before, after, settings, use_cache=not no_cache)
+    if output_format is Format.json:
+        _print_json(result.to_dict())
+        return
+    print_diff(result)
+
+
+def validate(
+    file: FileArg,
+    provider: Annotated[Provider, typer.Option("--for", help="The API the transcript is meant for.", show_default=False)],
+) -> None:
+    from core.provider_check import check_transcript
+    from core.transcript import read_transcript
+
+    transcript = read_transcript(file)
+    messages = transcript.messages
+    problems = check_transcript([m.data for m in messages], provider.value, lines=[m.line for m in messages])
+    for problem in problems:
+        typer.echo(problem.format(transcript.path))
+    summary = validation_summary(transcript.path, len(messages), provider.value, [p.code for p in problems])
+    if problems:
+        raise CheckFailed(summary, fix="`compact validate --help` lists the checks")
+    typer.echo(f"compact: {summary}", err=True)
+
+
+def validation_summary(path: str, messages: int, provider: str, codes: list[str]) -> str:
+    if not codes:
+        return f"{path}: {messages} messages, no problems for {provider}"
+    tally: dict[str, int] = {}
+    for code in codes:
+        tally[code] = tally.get(code, 0) + 1
+    kinds = ", ".join(f"{count} {code}" for code, count in tally.items())
+    noun = "problem" if len(codes) == 1 else "problems"
+    return f"{path}: {len(codes)} {noun} for {provider}: {kinds}"
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    import orjson
+
+    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+# -- rendering: rich tables on stdout (they are the command's output) ---------------
+
+SHARE_BAR_WIDTH = 8
+TEXT_COLUMNS = ("tool", "change", "")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def _share(tokens: int, total: int) -> str:
+    """A short bar and the percentage of the transcript's tokens."""
+    fraction = tokens / total if total else 0.0
+    filled = min(SHARE_BAR_WIDTH, round(fraction * SHARE_BAR_WIDTH))
+    return "█" * filled + "░" * (SHARE_BAR_WIDTH - filled) + f" {fraction:6.1%}"
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], caption: str = "") -> Any:
+    """Figures keep their full width; a long path folds and a long description is cut."""
+    from rich.table import Table
+
+    table = Table(
+        title=title or None, title_justify="left", title_style="bold", caption=caption or None,
+        show_edge=False, pad_edge=False,
+    )
+    for k, name in enumerate(columns):
+        if name == "what":
+            table.add_column(name, no_wrap=True, overflow="ellipsis")
+        elif name in ("path", "role"):
+            table.add_column(name, overflow="fold", min_width=len(name) + 5)
+        else:
+            width = max([len(name), *(len(row[k]) for row in rows)])
+            justify = "left" if name in TEXT_COLUMNS else "right"
+            table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _top(rows: list[Any], limit: int | None) -> tuple[list[Any], str]:
+    if limit is None or len(rows) <= limit:
+        return rows, ""
+    return rows[:limit], f"top {limit} of {len(rows)}"
+
+
+def print_stats(result: Any, limit: int | None) -> None:
+    from rich.text import Text
+
+    console = _console()
+    total = result.tokens
+    encoder = result.encoder
+    head = f"{result.messages:,} messages · {total:,} tokens · encoder {encoder.encoding} ({encoder.backend})"
+    if encoder.fallback_reason:
+        head += f" — fell back from {encoder.requested}: {encoder.fallback_reason}"
+    if result.uncounted["messages"]:
+        head += f" · graph message not counted ({result.uncounted['tokens']:,} tokens)"
+    console.print(Text(f"compact stats · {result.path}", style="bold"), soft_wrap=True)
+    console.print(Text(head), soft_wrap=True)
+
+    rows = [[r.role, f"{r.messages:,}", f"{r.tokens:,}", _share(r.tokens, total)] for r in result.by_role]
+    if result.reply_priming:
+        rows.append(["(reply priming)", "", f"{result.reply_priming:,}", _share(result.reply_priming, total)])
+    console.print(_table("tokens by role", ("role", "messages", "tokens", "share"), rows))
+
+    tools, caption = _top(result.by_tool, limit)
+    rows = [
+        [t.tool, f"{t.calls:,}", f"{t.results:,}", f"{t.call_tokens:,}", f"{t.result_tokens:,}", f"{t.tokens:,}",
+         _share(t.tokens, total)]
+        for t in tools
+    ]
+    columns = ("tool", "calls", "results", "in calls", "in results", "tokens", "share")
+    console.print(_table("tokens by tool", columns, rows, caption) if rows else Text("tokens by tool: no tool calls"))
+
+    read_tools = ", ".join(result.read_tools)
+    files, caption = _top(result.by_file, limit)
+    rows = [[f.path, f"{f.reads:,}", f"{f.tokens:,}", _share(f.tokens, total)] for f in files]
+    title = f"tokens by file read ({read_tools} results)"
+    empty = Text(f"tokens by file read: no {read_tools} call with a path")
+    console.print(_table(title, ("path", "reads", "tokens", "share"), rows, caption) if rows else empty)
+
+    largest, caption = _top(result.largest, limit)
+    rows = [[str(m.line), m.role, f"{m.tokens:,}", _share(m.tokens, total), m.what] for m in largest]
+    console.print(_table("largest messages", ("line", "role", "tokens", "share", "what"), rows, caption))
+    _print_rereads(console, result, limit)
+
+
+def _print_rereads(console: Any, result: Any, limit: int | None) -> None:
+    from rich.text import Text
+
+    rereads = result.rereads
+    if not rereads:
+        console.print(Text("files read more than once: none"))
+        return
+    extra = sum(f.reads - 1 for f in rereads)
+    cost = result.reread_tokens
+    console.print(Text(
+        f"files read more than once: {_plural(len(rereads), 'file')}, {_plural(extra, 'reread')}; "
+        f"{cost:,} tokens ({cost / result.tokens if result.tokens else 0:.1%}) are in reads a newer read superseded",
+        style="bold",
+    ))
+    shown, caption = _top(rereads, limit)
+    rows = [[f.path, f"{f.reads:,}", _line_list(f.lines), f"{f.tokens:,}", f"{f.reread_tokens:,}"] for f in shown]
+    console.print(_table("", ("path", "reads", "result lines", "tokens", "superseded"), rows, caption))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def _line_list(lines: tuple[int | None, ...], most: int = 5) -> str:
+    shown = ", ".join(str(n) for n in lines[:most])
+    return shown + (", …" if len(lines) > most else "")
+
+
+def print_diff(result: Any) -> None:
+    from rich.text import Text
+
+    console = _console()
+    console.print(Text(f"compact diff · {result.before.path} → {result.after.path}", style="bold"), soft_wrap=True)
+    summary = result.summary()
+    rows = [
+        ["before", f"{result.before.messages:,}", f"{result.before.tokens:,}", ""],
+        ["after", f"{result.after.messages:,}", "", f"{result.after.tokens:,}"],
+    ]
+    for kind in ("kept", "removed", "rewritten", "added"):
+        row = summary[kind]
+        rows.append([kind, f"{row['messages']:,}", f"{row['tokens_before']:,}", f"{row['tokens_after']:,}"])
+    console.print(_table("", ("", "messages", "tokens before", "tokens after"), rows))
+    if not result.changes:
+        console.print(Text("no changes"))
+        return
+    rows = []
+    for run in _runs(result.changes):
+        first, last = run[0], run[-1]
+        before = "" if first.before_line is None else str(first.before_line)
+        if len(run) > 1:
+            before += f"–{last.before_line}"
+        rows.append([
+            first.change if len(run) == 1 else f"removed ×{len(run)}",
+            before,
+            "" if first.after_line is None else str(first.after_line),
+            ", ".join(dict.fromkeys(c.role for c in run)),
+            f"{sum(c.tokens_before for c in run):,}",
+            f"{sum(c.tokens_after for c in run):,}",
+        ])
+    columns = ("change", "line", "new line", "role", "tokens", "new tokens")
+    console.print(_table("changes", columns, rows))
+
+
+def _runs(changes: list[Any]) -> list[list[Any]]:
+    """Removed messages on consecutive lines as one row; every other change on its own."""
+    runs: list[list[Any]] = []
+    for change in changes:
+        previous = runs[-1][-1] if runs else None
+        if (
+            previous is not None and change.change == previous.change == "removed"
+            and change.before_line is not None and previous.before_line is not None
+            and change.before_line == previous.before_line + 1
+        ):
+            runs[-1].append(change)
+        else:
+            runs.append([change])
+    return runs

@@ -1,0 +1,128 @@
+"""`compact recall` and `compact store stats`: read the offload store.
+
+Thin by design: each command checks its options, makes one call into
+``core.store`` (imported lazily, to keep `compact --help` fast) and prints the
+result. Neither ever creates a store. Text goes out with plain echo, not rich:
+stored text and snippets hold brackets that rich would take for markup.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from core.errors import EXIT_CHECK_FAILED, ConfigError
+
+if TYPE_CHECKING:
+    from core.store import OffloadStore, RecallHit
+
+RECALL_HELP = """Search the offload store, or print one offloaded message by its handle.
+
+`compact recall vault Lisbon --store s.sqlite` prints the best-matching offloaded
+messages (every word must match; when no message has them all, any word may).
+`compact recall --id off_2b1e0265 --store s.sqlite` prints one message exactly.
+Exit codes: 0 found; 1 nothing found; 2 bad usage, or no store at --store.
+"""
+
+store_app = typer.Typer(
+    help="Inspect the offload store (one SQLite file; see `compact recall`).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--store", metavar="PATH", envvar="COMPACT_STORE", show_envvar=True, show_default=False,
+        help="The offload store (a SQLite file); never created by this command.",
+    ),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for programs.")]
+
+
+def _open(store: str | None) -> OffloadStore:
+    from core.store import OffloadStore
+
+    if not store:
+        raise ConfigError("no store given", fix="pass --store PATH or set COMPACT_STORE")
+    return OffloadStore.open(store, create=False)
+
+
+def _not_found(text: str) -> None:
+    typer.echo(f"compact: {text}", err=True)
+    raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def _dump(data: Any) -> None:
+    import orjson
+
+    typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
+def recall(
+    query: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="QUERY", help="Words to search for (plain words; punctuation is literal).", show_default=False),
+    ] = None,
+    handle: Annotated[
+        str | None,
+        typer.Option("--id", metavar="HANDLE", help="Print the message with this handle (or a prefix of 8+ hex digits after off_).", show_default=False),
+    ] = None,
+    store: StoreOpt = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most messages to print.")] = 5,
+    output_format: FormatOpt = Format.text,
+) -> None:
+    words = " ".join(query or []).strip()
+    if words and handle is not None:
+        raise ConfigError("give a QUERY or --id HANDLE, not both")
+    if not words and handle is None:
+        raise ConfigError("nothing to recall", fix="give a QUERY, or --id HANDLE")
+    with _open(store) as opened:
+        if handle is not None:
+            found = opened.get(handle)
+            if found is None:
+                _not_found(f"no offloaded message has the handle {handle} in {opened.path}")
+            elif output_format is Format.json:
+                import orjson
+
+                typer.echo(orjson.dumps(found.message).decode())
+            else:
+                typer.echo(found.text)
+            return
+        hits = opened.recall(words, limit=limit)
+    if not hits:
+        _not_found(f"no offloaded message matches {words!r} in {store}")
+    if output_format is Format.json:
+        _dump([hit.to_dict() for hit in hits])
+        return
+    typer.echo("\n\n".join(_hit_block(hit) for hit in hits))
+
+
+def _hit_block(hit: RecallHit) -> str:
+    stored = hit.stored
+    where = stored.source if stored.line is None else f"{stored.source}:{stored.line}"
+    head = f"{stored.handle}  {where}  {stored.role}  turn {stored.turn}  score {hit.score:.3g}"
+    snippet = " ".join(hit.snippet.split())
+    return f"{head}\n    {snippet}"
+
+
+@store_app.command("stats")
+def stats(store: StoreOpt = None, output_format: FormatOpt = Format.text) -> None:
+    """Show what the store holds: messages, sources, sizes, dates, cached summaries."""
+    with _open(store) as opened:
+        data = opened.stats()
+    if output_format is Format.json:
+        _dump(data)
+        return
+    width = max(len(key) for key in data)
+    for key, value in data.items():
+        shown = "none" if value is None else value
+        typer.echo(f"{key.replace('_', ' '):<{width}}  {shown}")

@@ -1,0 +1,33 @@
+"""The extension seams strategies may need (memory-plugin.txt: Summarizer, VectorStore)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.messages import Message, countable_text
+
+
+@dataclass
+class Seams:
+    """What a run has to offload to and summarize with; None means absent (the strategy is skipped)."""
+
+    store: Any = None
+    summarizer: Any = None
+
+    def reason_missing(self, need: str | None) -> str | None:
+        if need is None or getattr(self, need) is not None:
+            return None
+        return f"no {need}"
+
+
+def offload_items(originals: Sequence[tuple[Message, int]], source: str) -> list[Any]:
+    """The store's items for messages a step removed or rewrote (their content before the step)."""
+    from core.store import OffloadItem
+
+    return [
+        OffloadItem(source=source, line=m.line, turn=turn, role=m.role, text=countable_text(m.data), message=m.data)
+        for m, turn in originals
+        if m.data
+    ]

@@ -1,0 +1,51 @@
+"""The Summarizer seam: what the summarize strategy asks, and what a summarizer answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from core.counting import MessageCounter
+
+PRESERVED_KINDS = ("decision", "rationale", "error", "next_step", "technical_detail")
+TRAILER = "## Preserved Kinds:"
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """A span of whole turns to summarize (message dicts, in order)."""
+
+    messages: tuple[dict[str, Any], ...]
+    first_turn: int
+    last_turn: int
+    previous: str | None = None  # the body of the summary this one folds in
+    facts: tuple[str, ...] = ()  # identifiers that must survive, verbatim
+    max_tokens: int = 1024
+
+
+@dataclass
+class SummaryResult:
+    text: str  # summary segments and the trailer
+    by: str  # "extractive", or "openai:<model>"
+    attempts: int = 1
+    preserved_kinds: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. a required kind still missing after the retry
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def identity(self) -> str:
+        """What determines the output besides the request (model, prompt): part of the cache key."""
+        ...
+
+    def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult: ...
+
+
+def preserved_kinds(text: str) -> list[str] | None:
+    """The kinds listed in the `## Preserved Kinds:` trailer, or None when there is no trailer."""
+    for line in reversed(text.splitlines()):
+        if line.strip().startswith(TRAILER):
+            listed = line.strip()[len(TRAILER) :]
+            return [k.strip().lower().replace(" ", "_") for k in listed.split(",") if k.strip()]
+    return None

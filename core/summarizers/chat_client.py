@@ -1,0 +1,357 @@
+"""A dependency-free client for OpenAI-compatible chat-completions servers.
+
+Works with llama.cpp's server, Ollama, vLLM and OpenAI: one POST of
+``{"model", "messages", "temperature", "stream": false[, "max_tokens"]}`` to
+``{base_url}/chat/completions``, and the text of ``choices[0].message.content``
+back.
+
+The API key is read from the environment variable *named* by
+``api_key_env`` at request time. It is never stored on the client, never
+logged, and scrubbed from every error message. Each attempt runs in its own
+function that *returns* what happened instead of raising, so the
+``SummarizerError`` the caller sees is raised outside any ``except`` block:
+it has no ``__context__``/``__cause__``, and no frame of its traceback holds
+the request or its Authorization header.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from core.errors import ConfigError, StrategyError
+
+ENDPOINT = "/chat/completions"
+MAX_WAIT = 30.0  # seconds: cap on Retry-After and on the backoff
+BODY_CHARS = 200  # how much of a server's error body an error message quotes
+USER_AGENT = "compact-transcripts"
+
+_RETRY_STATUSES = frozenset({408, 429})
+_UNREACHABLE_FIX = "is the server running? check --summarizer-url"
+_PROTOCOL_FIX = "is --summarizer-url an OpenAI-compatible server? its base URL usually ends in /v1"
+
+
+class SummarizerError(StrategyError):
+    """The summarizer server could not produce a summary; one readable line, never the key."""
+
+    def __init__(
+        self, what: str, *, fix: str | None = None, status: int | None = None, attempts: int = 1
+    ) -> None:
+        super().__init__(what, fix=fix)
+        self.status = status  # the last HTTP status, None when no response came
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """What one attempt produced: an HTTP response, or the reason there was none."""
+
+    status: int = 0  # 0: no HTTP response
+    body: bytes = b""
+    retry_after: float | None = None
+    failure: str | None = None  # "timeout", "connection refused", or another transport error
+
+    @property
+    def retryable(self) -> bool:
+        return self.failure is not None or self.status in _RETRY_STATUSES or self.status >= 500
+
+
+@dataclass(frozen=True)
+class ChatClient:
+    """POST chat completions to ``base_url`` and return the assistant's text."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+    retries: int = 2
+    backoff: float = 0.5
+    max_tokens: int | None = None
+    temperature: float = 0.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.base_url, str) or not self.base_url:
+            raise ConfigError(
+                "no summarizer URL", fix="pass e.g. --summarizer-url http://127.0.0.1:8080/v1"
+            )
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(
+                f"summarizer URL {_redact_url(self.base_url)!r} is not an http(s) URL",
+                fix="pass e.g. --summarizer-url http://127.0.0.1:8080/v1",
+            )
+        if not self.model:
+            raise ConfigError(
+                "the summarizer model name is empty", fix="name the model the server serves"
+            )
+        if self.timeout <= 0 or self.retries < 0 or self.backoff < 0:
+            raise ConfigError(
+                f"summarizer timeout {self.timeout}, retries {self.retries}, "
+                f"backoff {self.backoff}",
+                fix="the timeout must be positive, retries and backoff zero or more",
+            )
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ConfigError(
+                f"summarizer max_tokens {self.max_tokens}", fix="use a positive number"
+            )
+
+    @property
+    def endpoint(self) -> str:
+        """The URL the client POSTs to."""
+        parts = urllib.parse.urlsplit(self.base_url)
+        path = parts.path.rstrip("/")
+        if not path.endswith(ENDPOINT):
+            path += ENDPOINT
+        return urllib.parse.urlunsplit(parts._replace(path=path))
+
+    def complete(self, messages: list[dict[str, str]]) -> str:
+        """The assistant text of ``choices[0].message.content``; raises SummarizerError."""
+        payload = self._payload(messages)
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            reply = self._send(payload)
+            if reply.retryable and attempt < attempts:
+                self.sleep(self._wait(attempt, reply.retry_after))
+                continue
+            break
+        return self._interpret(reply, attempt)
+
+    # -- one attempt ---------------------------------------------------------
+
+    def _payload(self, messages: list[dict[str, str]]) -> bytes:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            "stream": False,
+        }
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return orjson.dumps(body)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": USER_AGENT,
+        }
+        key = os.environ.get(self.api_key_env, "").strip()
+        if key:  # local servers (llama.cpp, Ollama) need none
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _send(self, payload: bytes) -> _Reply:
+        """One POST. Never raises for network or HTTP trouble: returns what happened."""
+        request = urllib.request.Request(
+            self.endpoint, data=payload, headers=self._headers(), method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return _Reply(status=response.status, body=response.read())
+        except urllib.error.HTTPError as error:
+            with error:
+                return _Reply(
+                    status=error.code,
+                    body=_read_quietly(error),
+                    retry_after=_retry_after(error.headers.get("Retry-After")),
+                )
+        except urllib.error.URLError as error:
+            return _Reply(failure=_describe(error.reason))
+        except (OSError, http.client.HTTPException) as error:
+            return _Reply(failure=_describe(error))
+
+    def _wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, MAX_WAIT)
+        return min(self.backoff * 2 ** (attempt - 1), MAX_WAIT)
+
+    # -- turning the last reply into text or an error -------------------------
+
+    def _interpret(self, reply: _Reply, attempts: int) -> str:
+        if reply.failure is not None:
+            raise self._transport_error(reply.failure, attempts)
+        if not 200 <= reply.status < 300:
+            raise self._http_error(reply, attempts)
+        data = _json(reply.body)
+        if data is _NOT_JSON:
+            raise self._error(
+                f"{self._url()} answered HTTP {reply.status} with a body that is not JSON: "
+                f"{_snippet(reply.body)}",
+                fix=_PROTOCOL_FIX, status=reply.status, attempts=attempts,
+            )
+        content, finish = _content(data)
+        if content is None:
+            raise self._error(
+                f"{self._url()} answered JSON without choices[0].message.content (a string): "
+                f"{_snippet(reply.body)}",
+                fix=_PROTOCOL_FIX, status=reply.status, attempts=attempts,
+            )
+        if not content.strip():
+            raise self._error(
+                f"{self._url()} returned an empty reply (finish_reason: {finish})",
+                fix="raise max_tokens" if finish == "length" else "check the model and the prompt",
+                status=reply.status, attempts=attempts,
+            )
+        return content
+
+    def _transport_error(self, failure: str, attempts: int) -> SummarizerError:
+        tries = _tries(attempts)
+        if failure == "timeout":
+            return self._error(
+                f"no reply from {self._url()} within {self.timeout:g} s{tries}",
+                fix="the server may be overloaded or the model slow; raise the timeout",
+                attempts=attempts,
+            )
+        return self._error(
+            f"cannot reach {self._url()}: {failure}{tries}", fix=_UNREACHABLE_FIX, attempts=attempts
+        )
+
+    def _http_error(self, reply: _Reply, attempts: int) -> SummarizerError:
+        status, said = reply.status, _server_message(reply.body)
+        url, tries = self._url(), _tries(attempts)
+        if status in (401, 403):
+            key_set = bool(os.environ.get(self.api_key_env, "").strip())
+            fix = (
+                f"check the key in ${self.api_key_env}"
+                if key_set
+                else f"${self.api_key_env} is not set; export the server's API key there"
+            )
+            what = f"{url} refused the request: HTTP {status}: {said}"
+        elif status == 404:
+            what = f"{url} answered HTTP 404 for model {self.model!r}: {said}"
+            fix = "check the URL (the base usually ends in /v1) and the model name"
+        elif status == 429:
+            what = f"{url} is rate limiting: HTTP 429{tries}: {said}"
+            fix = "wait and try again, or lower the request rate"
+        elif status >= 500 or status == 408:
+            what = f"{url} failed: HTTP {status}{tries}: {said}"
+            fix = "check the server's log"
+        else:
+            what = f"{url} rejected the request: HTTP {status}: {said}"
+            fix = "check the model name and the summarizer options"
+        return self._error(what, fix=fix, status=status, attempts=attempts)
+
+    def _error(
+        self, what: str, *, fix: str, status: int | None = None, attempts: int = 1
+    ) -> SummarizerError:
+        """The one place errors are made: the key is scrubbed from every part."""
+        key = os.environ.get(self.api_key_env, "").strip()
+        return SummarizerError(
+            _scrub(what, key), fix=_scrub(fix, key), status=status, attempts=attempts
+        )
+
+    def _url(self) -> str:
+        return _redact_url(self.endpoint)
+
+
+_NOT_JSON = object()
+
+
+def _json(body: bytes) -> object:
+    """The parsed body, or ``_NOT_JSON`` (returned, not raised: no exception context)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+
+
+def _content(data: object) -> tuple[str | None, object]:
+    """``choices[0].message.content`` when it is a string, and the finish reason."""
+    try:
+        choice = data["choices"][0]  # type: ignore[index]
+        content = choice["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None, None
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return (content if isinstance(content, str) else None), finish
+
+
+def _read_quietly(error: urllib.error.HTTPError) -> bytes:
+    try:
+        return error.read()
+    except (OSError, http.client.HTTPException):
+        return b""
+
+
+def _describe(reason: object) -> str:
+    if isinstance(reason, TimeoutError):
+        return "timeout"
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror.lower()
+    return str(reason) or type(reason).__name__
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+def _server_message(body: bytes) -> str:
+    """The server's own words: ``error.message`` or ``error`` when JSON, else the raw text."""
+    data = _json(body)
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return _snippet(error["message"])
+    if isinstance(error, str):
+        return _snippet(error)
+    return _snippet(body)
+
+
+def _snippet(text: bytes | str) -> str:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    text = " ".join(text.split())
+    if not text:
+        return "(empty body)"
+    return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
+
+
+def _scrub(text: str, key: str) -> str:
+    return text.replace(key, "[redacted]") if key else text
+
+
+def _tries(attempts: int) -> str:
+    return f" after {attempts} attempts" if attempts > 1 else ""
+
+
+def _redact_url(url: str) -> str:
+    """The URL without user:password@ and without a query string (either may hold a key)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host + (f":{port}" if port else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+__all__ = ["ChatClient", "SummarizerError"]

@@ -1,0 +1,65 @@
+"""Identifiers a summary must keep verbatim: file paths, error strings, URLs, what the user gave.
+
+Summaries lose the exact strings people need later (a path, an error, an id);
+these are looked for in the summary, and what is missing is appended as is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from core.messages import call_arguments, content_text, tool_calls
+
+MAX_FACTS = 40
+MAX_FACT_CHARS = 160
+PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "directory", "cwd")
+_URL = re.compile(r"https?://[^\s<>\"'`)\]]+")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/-]*\d(?![\w])|(?<![\w.])\d(?![\w.])")
+_HANDLE = re.compile(r"\boff_[0-9a-f]{16}\b")
+# A line that reports an error, not one that merely names an Error class.
+ERROR_LINE = re.compile(
+    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|error:|ERROR\b|FAILED\b|fatal:)"
+)
+
+
+def first_error_line(text: str) -> str | None:
+    for line in text.splitlines():
+        if ERROR_LINE.search(line):
+            return line.strip()[:MAX_FACT_CHARS]
+    return None
+
+
+def _paths(call: Mapping[str, Any]) -> Iterable[str]:
+    arguments = call_arguments(call)
+    for key in PATH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            yield value.strip()
+
+
+def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The identifiers of a span, in order of appearance, without repeats, at most MAX_FACTS."""
+    found: dict[str, None] = {}
+    for message in messages:
+        role = message.get("role")
+        text = content_text(message)
+        for call in tool_calls(message):
+            found.update(dict.fromkeys(_paths(call)))
+        if role in ("user", "assistant", "system"):
+            found.update(dict.fromkeys(url.rstrip(".,;:") for url in _URL.findall(text)))
+            found.update(dict.fromkeys(_HANDLE.findall(text)))
+        if role == "user":
+            found.update(dict.fromkeys(_EMAIL.findall(text)))
+            found.update(dict.fromkeys(n for n in _NUMBER.findall(text) if len(n) >= 2))
+        if role == "tool":
+            error = first_error_line(text)
+            if error:
+                found[error] = None
+    return [fact for fact in found if fact][:MAX_FACTS]
+
+
+def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
+    return [fact for fact in facts if fact not in summary]

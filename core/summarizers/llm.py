@@ -1,0 +1,67 @@
+"""A summarizer backed by any OpenAI-compatible chat-completions server.
+
+One request per span; if the reply misses the `## Preserved Kinds:` trailer,
+a required kind, or an identifier that must survive, it is asked once more
+with a stricter prompt naming what is missing (quality retry).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from core.counting import MessageCounter
+from core.summarizers.base import SummaryRequest, SummaryResult, preserved_kinds
+from core.summarizers.chat_client import ChatClient, SummarizerError
+from core.summarizers.facts import missing_facts
+from core.summarizers.prompt import DEFAULT_PROMPT, chat_messages
+
+
+@dataclass(frozen=True)
+class LLMSummarizer:
+    client: ChatClient
+    prompt: str = DEFAULT_PROMPT
+    quality_retry: bool = True
+    require_preserved_kinds: Sequence[str] = ("decision", "rationale")
+    name: str = field(default="openai")
+
+    def identity(self) -> str:
+        prompt_hash = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
+        return f"openai:{self.client.model}:{prompt_hash}"
+
+    def problems(self, text: str, request: SummaryRequest) -> list[str]:
+        found: list[str] = []
+        kinds = preserved_kinds(text)
+        if kinds is None:
+            found.append("end with the line `## Preserved Kinds: ...`")
+        else:
+            absent = [k for k in self.require_preserved_kinds if k not in kinds]
+            if absent:
+                found.append(f"preserve and list these kinds: {', '.join(absent)}")
+        lost = missing_facts(text, request.facts)
+        if lost:
+            found.append("keep these exactly as written: " + "; ".join(lost))
+        if "<summary" not in text:
+            found.append('wrap each topic in <summary topic="..." compressed-from-turns="...">...</summary>')
+        return found
+
+    def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
+        text = self.client.complete(chat_messages(self.prompt, request)).strip()
+        if not text:
+            raise SummarizerError("the summarizer answered with an empty summary")
+        attempts = 1
+        problems = self.problems(text, request)
+        if problems and self.quality_retry:
+            retried = self.client.complete(chat_messages(self.prompt, request, problems)).strip()
+            attempts = 2
+            if retried and len(self.problems(retried, request)) <= len(problems):
+                text = retried
+            problems = self.problems(text, request)
+        return SummaryResult(
+            text=text,
+            by=f"openai:{self.client.model}",
+            attempts=attempts,
+            preserved_kinds=preserved_kinds(text) or [],
+            notes=[p for p in problems if not p.startswith("keep these exactly")],
+        )

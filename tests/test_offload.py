@@ -1,0 +1,83 @@
+"""Offload with the embedded store: nothing removed is lost, and failed writes change nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from core.store import OffloadStore
+from tests.helpers import invoke, read_messages
+
+SEED_ARGS = ("--max-messages", "6", "--context-window", "256", "--warn-fraction", "0.2")
+
+
+def test_seed_example_offloads_the_first_turns_and_recall_finds_the_vault(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    report = tmp_path / "r.json"
+    result = invoke(str(samples / "seed_example.jsonl"), *SEED_ARGS, "--strategy", "offload:turns=3",
+                    "--store", str(store), "--report", str(report))
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    placeholders = [m["content"] for m in out if m["content"].startswith("[compact: turn")]
+    assert len(placeholders) == 3
+    assert placeholders[0].startswith("[compact: turn 1 offloaded (2 messages, lines 2-3); recall: compact recall --id off_")
+    assert 'asked: "The vault is in Lisbon. Reply with: noted"' in placeholders[0]
+    ledger = json.loads(report.read_text())["removed"]
+    assert {e["line"] for e in ledger} == {2, 3, 4, 5, 6, 7}
+    assert all(e["handle"].startswith("off_") for e in ledger)
+
+    found = invoke("recall", "vault", "--store", str(store), "--format", "json")
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert hits[0]["text"] == "The vault is in Lisbon. Reply with: noted"
+    assert hits[0]["line"] == 2 and hits[0]["source"].endswith("seed_example.jsonl")
+    one = invoke("recall", "--id", ledger[0]["handle"], "--store", str(store), "--format", "json")
+    assert json.loads(one.stdout) == {"role": "user", "content": "The vault is in Lisbon. Reply with: noted"}
+
+
+def test_with_a_store_cleared_results_can_be_recalled(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    report = tmp_path / "r.json"
+    source = samples / "agent_session.jsonl"
+    invoke(str(source), "--max-tokens", "8000", "--store", str(store), "--report", str(report),
+           "--strategy", "clear_tool_results", "--strategy", "drop_observations")
+    ledger = json.loads(report.read_text())["removed"]
+    cleared = [e for e in ledger if e["strategy"] == "clear_tool_results"]
+    assert cleared
+    original_lines = source.read_text().splitlines()
+    with OffloadStore.open(store) as opened:
+        for entry in cleared[:20]:
+            stored = opened.get(entry["handle"])
+            assert stored is not None
+            assert stored.message == json.loads(original_lines[entry["line"] - 1])
+
+
+def test_a_failed_offload_leaves_the_transcript_as_it_was(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    config = tmp_path / "c.toml"
+    config.write_text(f'store = "{store}"\nstore_max_bytes = 4096\nstore_at_cap = "refuse"\n')
+    report = tmp_path / "r.json"
+    result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "8000", "--config", str(config),
+                    "--report", str(report))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (samples / "agent_session.jsonl").read_text()  # every step was rolled back
+    data = json.loads(report.read_text())
+    assert data["removed"] == [] and data["over_budget"] is True
+    assert "store" in data["last_error"] or "cap" in data["last_error"]
+    with OffloadStore.open(store) as opened:
+        assert opened.stats()["messages"] == 0
+
+
+def test_the_summary_cache_makes_a_rerun_ask_nothing(chat_server: Any, samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store.sqlite"
+    chat_server.default = lambda request: (
+        '<summary topic="vault" compressed-from-turns="1-3">The vault is in Lisbon, the key rotates on friday, '
+        "the owner is ops@example.com.</summary>\n## Preserved Kinds: decision, rationale")
+    args = [str(samples / "seed_example.jsonl"), "--max-messages", "6", "--strategy", "summarize", "--store", str(store),
+            "--summarizer", "openai", "--summarizer-url", chat_server.url, "--summarizer-model", "m"]
+    first = invoke(*args)
+    assert len(chat_server.requests) == 1
+    second = invoke(*args)
+    assert len(chat_server.requests) == 1  # answered from the store
+    assert second.stdout == first.stdout
