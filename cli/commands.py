@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -124,6 +126,9 @@ def run(
     report: Annotated[Optional[str], typer.Option("--report", help="Write the CompressionReport (JSON) to FILE; `-` for stdout when the transcript goes to a file.")] = None,
     table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Show the usage table on stderr (default: when stderr is a terminal).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the persistent token-count cache.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the whole pipeline but write no transcript: print what each strategy would remove or rewrite.")] = False,
+    check_for: Annotated[Optional[str], typer.Option("--check-for", help="Check the result against what a provider accepts (openai, anthropic, responses); refuse to write it when it would be rejected (exit 1).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress on stderr (errors are still shown).")] = False,
     graph: Annotated[Optional[Path], typer.Option("--graph", help="Working-graph snapshot to render into the transcript (after compaction).", dir_okay=False)] = None,
     graph_merge: Annotated[Optional[Path], typer.Option("--graph-merge", help="Delta snapshot merged into --graph first.", dir_okay=False)] = None,
     merge_policy: Annotated[str, typer.Option("--merge-policy", help="On an id conflict: keep_existing, prefer_incoming or merge.")] = "merge",
@@ -143,7 +148,7 @@ def run(
     if in_place and file == "-":
         raise ConfigError("--in-place needs a file, not stdin")
     to_stdout = output is None and not in_place
-    if report == "-" and to_stdout:
+    if report == "-" and to_stdout and not dry_run:
         raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
     settings = build_config(
         config,
@@ -183,15 +188,32 @@ def run(
         )
         step = graph_step(working, settings.graph_marker)
     mode = FULL if full else UNLIMITED if unlimited else BUDGET
-    result = compact_file(
-        file, settings, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache, graph_step=step
-    )
+    console = None if quiet else _stderr_console(table)
+    from core.api import scratch_store
+
+    with scratch_store(settings) if dry_run else _unchanged(settings) as effective, _progress(quiet) as progress:
+        result = compact_file(
+            file, effective, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache,
+            graph_step=step, progress=progress,
+        )
+    if check_for is not None:
+        _check_provider(result, check_for)
+    if dry_run:
+        from cli.render import plan_lines
+
+        if report not in (None, "-"):
+            from core.fileio import atomic_write_bytes
+
+            atomic_write_bytes(report, _report_bytes(result.report))
+        typer.echo("\n".join(plan_lines(result.report)))
+        if report == "-":
+            sys.stdout.buffer.write(_report_bytes(result.report))
+        return
     if working is not None and graph_out is not None:
         from core.graph import save_snapshot
 
         save_snapshot(working.graph, graph_out)
     _write_outputs(result, file, output=output, in_place=in_place, report=report)
-    console = _stderr_console(table)
     if console is not None:
         from cli.render import print_table
 
@@ -200,13 +222,63 @@ def run(
         raise typer.Exit(EXIT_OVER_BUDGET)
 
 
+@contextlib.contextmanager
+def _unchanged(value: Any) -> Iterator[Any]:
+    yield value
+
+
+@contextlib.contextmanager
+def _progress(quiet: bool) -> Iterator[Any]:
+    """A rich progress bar on stderr for long counts and summarizer calls, only on a terminal."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(what: str, done: int, total: int) -> None:
+            if what not in tasks:
+                tasks[what] = bar.add_task(what, total=total)
+            bar.update(tasks[what], completed=done, total=total)
+
+        yield update
+
+
+def _check_provider(result: Any, provider: str) -> None:
+    from core.errors import CheckFailed
+    from core.provider_check import check_transcript
+
+    messages = [m for m in result.messages if m.data]
+    problems = check_transcript([m.data for m in messages], provider, lines=[m.line for m in messages])
+    if problems:
+        for problem in problems:
+            where = f"line {problem.line}" if problem.line is not None else f"message {problem.index + 1}"
+            sys.stderr.write(f"compact: {where} of the result: {problem.message}\n")
+        raise CheckFailed(
+            f"the compacted transcript would be rejected by {provider} ({len(problems)} problem(s)); nothing was written",
+            fix="see the lines above; --repair drops orphan calls and results",
+        )
+
+
+def _report_bytes(report: dict[str, Any]) -> bytes:
+    import orjson
+
+    return orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n"
+
+
 def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
     import orjson
 
     from core.fileio import atomic_write_bytes
     from core.transcript import write_backup, write_stream, write_transcript
 
-    report_bytes = orjson.dumps(result.report, option=orjson.OPT_INDENT_2) + b"\n"
+    report_bytes = _report_bytes(result.report)
     # The report is written first: if it cannot be, the transcript is not touched either.
     if report not in (None, "-"):
         atomic_write_bytes(report, report_bytes)

@@ -48,6 +48,7 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
         parts.append(Text(f"graph: {graph.get('summary', '')}".rstrip()))
     if compacted:
         parts.append(_verdict(report))
+        parts.append(_cache_line(report["prompt_cache"]))
         if report["actions"]:
             parts.append(_actions_table(report["actions"]))
         if report["skipped"]:
@@ -76,6 +77,13 @@ def _verdict(report: dict[str, Any]) -> Text:
         f"{floor_value:,} {unit} (the floor)",
         style="bold red",
     )
+
+
+def _cache_line(cache: dict[str, Any]) -> Text:
+    survived = f"prompt cache: the first {cache['prefix_messages']:,} message(s) ({cache['prefix_tokens']:,} tokens) are unchanged"
+    if cache["first_changed_line"] is None:
+        return Text(f"{survived}; {cache['tokens_to_rewrite']:,} appended token(s) to cache")
+    return Text(f"{survived}; from line {cache['first_changed_line']} on, {cache['tokens_to_rewrite']:,} tokens are cached again")
 
 
 def _actions_table(actions: list[dict[str, Any]]) -> Table:
@@ -132,3 +140,49 @@ def _warnings(report: dict[str, Any]) -> list[Text]:
 
 def print_table(report: dict[str, Any], console: Console, *, compacted: bool = True) -> None:
     console.print(usage_table(report, compacted=compacted))
+
+
+def _ranges(lines: list[int]) -> str:
+    """2, 3, 4, 7 -> "2-4, 7"."""
+    spans: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
+
+
+def plan_lines(report: dict[str, Any]) -> list[str]:
+    """What a --dry-run would do, per strategy and pass: original lines and tokens saved."""
+    lines = [f"dry run: {report['input']} — nothing written"]
+    for action in report["actions"]:
+        step = [e for e in report["removed"] if e["strategy"] == action["strategy"] and e["pass"] == action["pass"]]
+        removed = [e["line"] for e in step if e["action"] == "removed" and e["line"] is not None]
+        rewritten = [e["line"] for e in step if e["action"] == "rewritten" and e["line"] is not None]
+        head = f"{action['strategy']} (pass {action['pass']}):"
+        if action["error"]:
+            lines.append(f"{head} would fail: {action['error']}")
+            continue
+        what = []
+        if removed:
+            what.append(f"would remove line(s) {_ranges(removed)}")
+        if rewritten:
+            what.append(f"would rewrite line(s) {_ranges(rewritten)}")
+        if action["messages_added"]:
+            what.append(f"would add {action['messages_added']} message(s)")
+        lines.append(f"{head} {'; '.join(what) or 'no change'}; saves {action['tokens_saved']:,} tokens")
+    for skipped in report["skipped"]:
+        lines.append(f"{skipped['strategy']}: skipped ({skipped['reason']})")
+    budget = report["budget"]
+    after = report["after"]
+    if budget["trigger"] == "unlimited":
+        verdict = "no budget: nothing would be compacted"
+    elif not report["triggered"] and report["mode"] != "full":
+        verdict = f"already within the budget ({budget['description']}): nothing would change"
+    elif report["over_budget"]:
+        verdict = f"the budget ({budget['description']}) would NOT be met: {after['messages']:,} messages, {after['tokens']:,} tokens"
+    else:
+        verdict = f"the budget ({budget['description']}) would be met: {after['messages']:,} messages, {after['tokens']:,} tokens"
+    lines.append(verdict)
+    return lines

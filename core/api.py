@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, default_cache_path
+from core.counting import CountCache, MessageCounter, Progress, default_cache_path
 from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
 from core.seams import Seams
-from core.tokens import EncoderChoice, load_counter
-from core.transcript import read_transcript
+import orjson
+
+from core.messages import Message
+from core.run_cache import RunCache, run_key
+from core.tokens import EncoderChoice, bpe_available, load_counter
+from core.transcript import read_transcript, serialise
 
 
 def open_counter(config: MemoryConfig, *, use_cache: bool = True) -> tuple[MessageCounter, EncoderChoice]:
@@ -36,6 +46,25 @@ def open_seams(config: MemoryConfig) -> Seams:
     return Seams(store=store, summarizer=make_summarizer(config))
 
 
+@contextlib.contextmanager
+def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
+    """For a dry run: the same config, its store replaced by a throwaway copy (the real one is not written)."""
+    if not config.store:
+        yield config
+        return
+    with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as folder:
+        copy = Path(folder) / "store.sqlite"
+        if Path(config.store).exists():
+            source = sqlite3.connect(f"file:{config.store}?mode=ro", uri=True)
+            target = sqlite3.connect(copy)
+            try:
+                source.backup(target)
+            finally:
+                source.close()
+                target.close()
+        yield dataclasses.replace(config, store=str(copy))
+
+
 def compact_file(
     path: str,
     config: MemoryConfig,
@@ -47,15 +76,22 @@ def compact_file(
     seams: Seams | None = None,
     graph_step: GraphStep | None = None,
     stdin: BinaryIO | None = None,
+    progress: Progress | None = None,
 ) -> CompactionResult:
     """Read ``path`` (``-`` for stdin), compact it, and return the messages and the report."""
+    memo = None
+    if use_cache and seams is None and graph_step is None and path != "-" and not (config.store or config.summarizer):
+        memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid)
+        if isinstance(memo, CompactionResult):
+            return memo
     transcript = read_transcript(path, skip_invalid=skip_invalid, stdin=stdin)
     counter, choice = open_counter(config, use_cache=use_cache)
+    counter.progress = progress
     own_seams = seams is None
     if seams is None:
         seams = open_seams(config) if mode != UNLIMITED else Seams()
     try:
-        return compact(
+        result = compact(
             transcript.messages,
             config,
             counter,
@@ -67,11 +103,37 @@ def compact_file(
             source=transcript.path,
             skipped_lines=transcript.skipped_lines,
         )
+        if memo is not None and not result.report["skipped_lines"]:
+            cache, key = memo
+            cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), result.report)
+        return result
     finally:
+        if memo is not None:
+            memo[0].close()
         if counter.cache is not None:
             counter.cache.close()
         if own_seams and seams.store is not None:
             seams.store.close()
+
+
+def _memo_lookup(
+    path: str, config: MemoryConfig, *, mode: str, repair: bool, skip_invalid: bool
+) -> CompactionResult | tuple[RunCache, bytes] | None:
+    """A stored result for this exact run, or the cache and key to store it under."""
+    try:
+        settings = {"config": config.to_dict(), "mode": mode, "repair": repair, "skip_invalid": skip_invalid,
+                    "bpe": bpe_available()}
+        key = run_key(path, settings)
+    except OSError:
+        return None  # the reader reports a missing or unreadable file properly
+    cache = RunCache(default_cache_path())
+    hit = cache.get(key)
+    if hit is None:
+        return cache, key
+    cache.close()
+    output, report = hit
+    messages = [Message(data=orjson.loads(line), line=None, source=line) for line in output.splitlines()]
+    return CompactionResult(messages=messages, report=report, workspace=None)
 
 
 def count_file(path: str, config: MemoryConfig, *, use_cache: bool = True, stdin: BinaryIO | None = None) -> dict[str, Any]:

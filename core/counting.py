@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.messages import IMAGE_TOKENS, Message, countable_text, image_count
 from core.tokens import FRAMING_PER_MESSAGE, FRAMING_PER_NAME, FRAMING_REPLY, TokenCounter
 
+# Reports (what, done, total) as long counts go; the CLI draws a bar on a terminal.
+Progress = Callable[[str, int, int], None]
+PROGRESS_CHUNK = 2000
 # Shorter texts are cheaper to count than to look up.
 PERSIST_MIN_CHARS = 512
 _SQL_CHUNK = 500
@@ -96,8 +99,9 @@ class MessageCounter:
         self.counter = counter
         self.framing = framing
         self.cache = cache
-        self._memo: dict[str, int] = {}
+        self._memo: dict[str | bytes, int] = {}
         self.texts_counted = 0
+        self.progress: Progress | None = None
 
     @property
     def cache_key(self) -> str:
@@ -107,28 +111,33 @@ class MessageCounter:
         return FRAMING_REPLY if self.framing else 0
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
+        # Long texts are remembered by digest, not by the text: the memo then holds a few
+        # bytes per distinct text instead of keeping every joined text alive for the run.
+        keys: list[str | bytes] = [t if len(t) < PERSIST_MIN_CHARS else _digest(t) for t in texts]
+        memo = self._memo
+        missing: dict[str | bytes, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in memo and key not in missing:
+                missing[key] = text
         if missing:
             self._count_missing(missing)
-        memo = self._memo
-        return [memo[t] for t in texts]
+        return [memo[key] for key in keys]
 
-    def _count_missing(self, texts: list[str]) -> None:
-        long_texts = [t for t in texts if len(t) >= PERSIST_MIN_CHARS] if self.cache else []
-        if long_texts and self.cache is not None:
-            digests = {t: _digest(t) for t in long_texts}
-            known = self.cache.lookup(self.cache_key, list(digests.values()))
-            for text, digest in digests.items():
-                if digest in known:
-                    self._memo[text] = known[digest]
-            texts = [t for t in texts if t not in self._memo]
-        counts = self.counter.count_batch(texts) if texts else []
-        self.texts_counted += len(texts)
+    def _count_missing(self, missing: dict[str | bytes, str]) -> None:
+        if self.cache is not None:
+            digests = [key for key in missing if isinstance(key, bytes)]
+            for digest, tokens in self.cache.lookup(self.cache_key, digests).items():
+                self._memo[digest] = tokens
+                del missing[digest]
+        if not missing:
+            return
+        counts = self.counter.count_batch(list(missing.values()))
+        self.texts_counted += len(counts)
         fresh: dict[bytes, int] = {}
-        for text, tokens in zip(texts, counts):
-            self._memo[text] = tokens
-            if self.cache is not None and len(text) >= PERSIST_MIN_CHARS:
-                fresh[_digest(text)] = tokens
+        for key, tokens in zip(missing, counts):
+            self._memo[key] = tokens
+            if isinstance(key, bytes):
+                fresh[key] = tokens
         if self.cache is not None:
             self.cache.store(self.cache_key, fresh)
 
@@ -138,7 +147,13 @@ class MessageCounter:
     def count_messages(self, messages: Sequence[Message]) -> list[Message]:
         """The messages with ``tokens`` filled in (skipped invalid lines count 0)."""
         texts = [countable_text(m.data) if m.data else "" for m in messages]
-        counts = self.count_texts(texts)
+        if self.progress is None or len(texts) <= PROGRESS_CHUNK:
+            counts = self.count_texts(texts)
+        else:
+            counts = []
+            for start in range(0, len(texts), PROGRESS_CHUNK):
+                counts.extend(self.count_texts(texts[start : start + PROGRESS_CHUNK]))
+                self.progress("counting tokens", min(start + PROGRESS_CHUNK, len(texts)), len(texts))
         return [m.with_tokens(self._with_extras(m, n)) for m, n in zip(messages, counts)]
 
     def count_message(self, message: Message) -> Message:

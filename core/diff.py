@@ -33,7 +33,14 @@ from typing import Any, BinaryIO
 import orjson
 
 from core.config import MemoryConfig
-from core.messages import SYSTEM_ROLES, Message, call_ids, content_text, result_ids, starts_with_marker
+from core.messages import (
+    SYSTEM_ROLES,
+    Message,
+    call_ids,
+    content_text,
+    result_ids,
+    starts_with_marker,
+)
 from core.stats import encoder_dict
 from core.tokens import EncoderChoice
 
@@ -78,20 +85,18 @@ class TranscriptDiff:
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Messages and tokens (each side) per kind of change, kept included."""
-        totals = {kind: {"messages": 0, "tokens_before": 0, "tokens_after": 0} for kind in (KEPT, *CHANGE_KINDS)}
-        totals[KEPT] = {"messages": self.kept_messages, "tokens_before": self.kept_tokens, "tokens_after": self.kept_tokens}
+        kept = self.kept_tokens
+        totals = {
+            KEPT: {"messages": self.kept_messages, "tokens_before": kept, "tokens_after": kept}
+        }
+        for kind in CHANGE_KINDS:
+            totals[kind] = {"messages": 0, "tokens_before": 0, "tokens_after": 0}
         for change in self.changes:
             row = totals[change.change]
             row["messages"] += 1
             row["tokens_before"] += change.tokens_before
             row["tokens_after"] += change.tokens_after
         return totals
-
-    def lines(self, kind: str) -> list[int | None]:
-        """BEFORE lines of removed or rewritten messages; AFTER lines of added ones."""
-        if kind == ADDED:
-            return [c.after_line for c in self.changes if c.change == ADDED]
-        return [c.before_line for c in self.changes if c.change == kind]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,9 +155,13 @@ def diff_messages(
     """The changes from ``before`` to ``after`` in transcript order, and the kept (before, after) pairs."""
     values_before = [[value_key(m)] for m in before]
     values_after = [[value_key(m)] for m in after]
-    # Compaction pins the first system message: when both sides start with it, it is that one.
-    head = [(0, 0)] if before and after and before[0].role in SYSTEM_ROLES and values_before[0] == values_after[0] else []
-    kept = head + match_keys(values_before, values_after, range(len(head), len(before)), range(len(head), len(after)))
+    # Compaction pins the first system message: when both files start with it, it is that one.
+    pinned = bool(before and after) and before[0].role in SYSTEM_ROLES
+    head = [(0, 0)] if pinned and values_before[0] == values_after[0] else []
+    start = len(head)
+    kept = head + match_keys(
+        values_before, values_after, range(start, len(before)), range(start, len(after))
+    )
     before_traces = [trace_keys(m) for m in before]
     after_traces = [trace_keys(m) for m in after]
     before_kinds = [kind_key(m, markers) for m in before]
@@ -161,8 +170,8 @@ def diff_messages(
     for gap_before, gap_after, _ in between(kept, range(len(before)), range(len(after))):
         # A message that kept its text, or its calls, or answers the same call, was rewritten in place.
         traced = match_keys(before_traces, after_traces, gap_before, gap_after)
-        for rest_before, rest_after, pair in between(traced, gap_before, gap_after):
-            for kind, i, j in align_gap(rest_before, rest_after, before_kinds, after_kinds):
+        for left_before, left_after, pair in between(traced, gap_before, gap_after):
+            for kind, i, j in align_gap(left_before, left_after, before_kinds, after_kinds):
                 changes.append(_change(kind, before, after, i, j))
             if pair is not None:
                 changes.append(_change(REWRITTEN, before, after, *pair))
@@ -211,7 +220,9 @@ Keys = Sequence[Sequence[Hashable]]
 PATIENCE_DEPTH = 2
 
 
-def match_keys(before_keys: Keys, after_keys: Keys, before_range: range, after_range: range) -> list[tuple[int, int]]:
+def match_keys(
+    before_keys: Keys, after_keys: Keys, before_range: range, after_range: range
+) -> list[tuple[int, int]]:
     """Pairs (before index, after index) sharing a key, increasing on both sides.
 
     Patience first: keys found once on each side are anchors, and the longest
@@ -223,7 +234,9 @@ def match_keys(before_keys: Keys, after_keys: Keys, before_range: range, after_r
     return _match(before_keys, after_keys, before_range, after_range, PATIENCE_DEPTH)
 
 
-def _match(before_keys: Keys, after_keys: Keys, before_range: range, after_range: range, depth: int) -> list[tuple[int, int]]:
+def _match(
+    before_keys: Keys, after_keys: Keys, before_range: range, after_range: range, depth: int
+) -> list[tuple[int, int]]:
     if not before_range or not after_range:
         return []
     if depth == 0:
@@ -239,7 +252,9 @@ def _match(before_keys: Keys, after_keys: Keys, before_range: range, after_range
     return pairs
 
 
-def unique_pairs(before_keys: Keys, after_keys: Keys, before_range: range, after_range: range) -> list[tuple[int, int]]:
+def unique_pairs(
+    before_keys: Keys, after_keys: Keys, before_range: range, after_range: range
+) -> list[tuple[int, int]]:
     """(before, after) for every key that occurs exactly once in each range."""
     seen_before: dict[Hashable, int] = {}
     for i in before_range:
@@ -249,7 +264,13 @@ def unique_pairs(before_keys: Keys, after_keys: Keys, before_range: range, after
     for j in after_range:
         for key in after_keys[j]:
             seen_after[key] = -1 if key in seen_after else j
-    return sorted({(i, seen_after[k]) for k, i in seen_before.items() if i >= 0 and seen_after.get(k, -1) >= 0})
+    return sorted(
+        {
+            (i, seen_after[k])
+            for k, i in seen_before.items()
+            if i >= 0 and seen_after.get(k, -1) >= 0
+        }
+    )
 
 
 def longest_chain(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -312,13 +333,11 @@ def match_from_end(
     return pairs
 
 
-def match_identical(before_keys: Sequence[Hashable], after_keys: Sequence[Hashable]) -> list[tuple[int, int]]:
-    """Kept pairs for one key per message (see ``match_from_end``)."""
-    return match_from_end([[k] for k in before_keys], [[k] for k in after_keys])
-
-
 def align_gap(
-    before_range: range, after_range: range, before_kinds: Sequence[Hashable], after_kinds: Sequence[Hashable]
+    before_range: range,
+    after_range: range,
+    before_kinds: Sequence[Hashable],
+    after_kinds: Sequence[Hashable],
 ) -> Iterator[tuple[str, int | None, int | None]]:
     """(change, before index, after index) for the messages between two kept ones, in order."""
     slots: dict[Hashable, deque[int]] = defaultdict(deque)
@@ -340,7 +359,9 @@ def align_gap(
     yield from _removed_then_added(range(pointer, before_range.stop), added)
 
 
-def _removed_then_added(removed: range, added: list[int]) -> Iterator[tuple[str, int | None, int | None]]:
+def _removed_then_added(
+    removed: range, added: list[int]
+) -> Iterator[tuple[str, int | None, int | None]]:
     for i in removed:
         yield REMOVED, i, None
     for j in added:
@@ -348,7 +369,9 @@ def _removed_then_added(removed: range, added: list[int]) -> Iterator[tuple[str,
     added.clear()
 
 
-def _change(kind: str, before: Sequence[Message], after: Sequence[Message], i: int | None, j: int | None) -> Change:
+def _change(
+    kind: str, before: Sequence[Message], after: Sequence[Message], i: int | None, j: int | None
+) -> Change:
     old = before[i] if i is not None else None
     new = after[j] if j is not None else None
     shown = old if old is not None else new

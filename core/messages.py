@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, SupportsBytes
 
 import hashlib
 
@@ -36,7 +36,7 @@ class Message:
 
     data: dict[str, Any]
     line: int | None = None
-    source: bytes | memoryview | None = None
+    source: bytes | memoryview | SupportsBytes | None = None
     tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -52,8 +52,10 @@ class Message:
         return replace(self, tokens=tokens)
 
     def to_bytes(self) -> bytes | memoryview:
-        if self.source is not None:
+        if isinstance(self.source, (bytes, memoryview)):
             return self.source
+        if self.source is not None:
+            return bytes(self.source)  # a reference into the transcript file
         return orjson.dumps(self.data)
 
 

@@ -31,7 +31,7 @@ GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[
 class CompactionResult:
     messages: list[Message]
     report: dict[str, Any]
-    workspace: Workspace = field(repr=False)
+    workspace: Workspace | None = field(default=None, repr=False)  # None when the run memo answered
 
     @property
     def over_budget(self) -> bool:
@@ -129,8 +129,29 @@ def compact(
         skipped_lines=list(skipped_lines),
         graph=graph,
         strategies_configured=[str(s) for s in config.strategies],
+        prompt_cache=prompt_cache(counted, result_messages),
     )
     return CompactionResult(messages=list(result_messages), report=report, workspace=workspace)
+
+
+def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:
+    """How much of a provider's prompt cache survives: the unchanged prefix, and what comes after it.
+
+    A provider caches a prompt by its prefix; the first message that differs
+    from the original (removed, rewritten or inserted before it) ends the
+    cached part, and every token from there on is written to the cache again.
+    """
+    prefix = 0
+    for before, after in zip(original, result):
+        if before is not after:
+            break
+        prefix += 1
+    return {
+        "prefix_messages": prefix,
+        "prefix_tokens": sum(m.tokens for m in result[:prefix]),
+        "first_changed_line": original[prefix].line if prefix < len(original) else None,
+        "tokens_to_rewrite": sum(m.tokens for m in result[prefix:]),
+    }
 
 
 def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window: int) -> bool:

@@ -32,6 +32,7 @@ def build_report(
     skipped_lines: list[dict[str, Any]],
     graph: dict[str, Any] | None,
     strategies_configured: list[str],
+    prompt_cache: dict[str, Any],
 ) -> dict[str, Any]:
     window = budget.window
     return {
@@ -59,4 +60,5 @@ def build_report(
         "orphans": orphans,
         "skipped_lines": skipped_lines,
         "graph": graph,
+        "prompt_cache": prompt_cache,
     }

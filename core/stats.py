@@ -126,15 +126,22 @@ class TranscriptStats:
             "by_role": [vars(r) for r in self.by_role],
             "by_tool": [{**vars(t), "tokens": t.tokens} for t in head(self.by_tool)],
             "read_tools": list(self.read_tools),
-            "by_file": [{"path": f.path, "reads": f.reads, "tokens": f.tokens} for f in head(self.by_file)],
+            "by_file": [
+                {"path": f.path, "reads": f.reads, "tokens": f.tokens} for f in head(self.by_file)
+            ],
             "largest": [vars(m) for m in head(self.largest)],
             "rereads": {
                 "files": len(rereads),
                 "reads": sum(f.reads - 1 for f in rereads),
                 "tokens": self.reread_tokens,
                 "by_file": [
-                    {"path": f.path, "reads": f.reads, "lines": list(f.lines), "tokens": f.tokens,
-                     "reread_tokens": f.reread_tokens}
+                    {
+                        "path": f.path,
+                        "reads": f.reads,
+                        "lines": list(f.lines),
+                        "tokens": f.tokens,
+                        "reread_tokens": f.reread_tokens,
+                    }
                     for f in head(rereads)
                 ],
             },
@@ -167,8 +174,12 @@ def stats_file(
     try:
         counted = counter.count_messages(transcript.messages)
         return transcript_stats(
-            counted, counter, encoder=choice, path=transcript.path,
-            read_tools=read_tools, graph_marker=config.graph_marker,
+            counted,
+            counter,
+            encoder=choice,
+            path=transcript.path,
+            read_tools=read_tools,
+            graph_marker=config.graph_marker,
         )
     finally:
         if counter.cache is not None:
@@ -225,7 +236,9 @@ def _call_names(messages: Sequence[Message]) -> dict[tuple[int, str], str]:
     }
 
 
-def _result_tool(position: int, message: Message, structure: Structure, names: dict[tuple[int, str], str]) -> str:
+def _result_tool(
+    position: int, message: Message, structure: Structure, names: dict[tuple[int, str], str]
+) -> str:
     """The tool a result answers: the first call it answers, else its own ``name``, else ``(no call)``."""
     for key in structure.answered_by.get(position, []):
         return names.get(key, NO_CALL)
@@ -269,7 +282,7 @@ def _call_text(call: Any) -> str:
     return f"{call_name(call)}\n{arguments}"
 
 
-def read_path(call: Any) -> str | None:
+def target_path(call: Any) -> str | None:
     """The file a call targets: the first of path, file_path, filename, file that is a non-empty string."""
     arguments = call_arguments(call)
     for key in PATH_ARGUMENTS:
@@ -279,13 +292,15 @@ def read_path(call: Any) -> str | None:
     return None
 
 
-def _file_reads(messages: Sequence[Message], structure: Structure, read_tools: frozenset[str]) -> list[FileReads]:
+def _file_reads(
+    messages: Sequence[Message], structure: Structure, read_tools: frozenset[str]
+) -> list[FileReads]:
     reads: list[tuple[int, str]] = []  # (result position, path)
     for i, message in enumerate(messages):
         if message.role != "assistant":
             continue
         for call in tool_calls(message.data):
-            path = read_path(call) if call_name(call) in read_tools else None
+            path = target_path(call) if call_name(call) in read_tools else None
             if path is not None:
                 results = structure.results_of_call.get((i, str(call.get("id"))), [])
                 reads.extend((r, path) for r in results if structure.counted[r])
@@ -293,23 +308,39 @@ def _file_reads(messages: Sequence[Message], structure: Structure, read_tools: f
     for position, path in sorted(reads):
         by_path.setdefault(path, []).append(position)
     return [
-        FileReads(path, tuple(messages[p].line for p in positions), tuple(messages[p].tokens for p in positions))
+        FileReads(
+            path,
+            tuple(messages[p].line for p in positions),
+            tuple(messages[p].tokens for p in positions),
+        )
         for path, positions in by_path.items()
     ]
 
 
-def _largest(messages: Sequence[Message], structure: Structure, names: dict[tuple[int, str], str]) -> list[LargeMessage]:
+def _largest(
+    messages: Sequence[Message], structure: Structure, names: dict[tuple[int, str], str]
+) -> list[LargeMessage]:
     ranked = sorted(
         (i for i in range(len(messages)) if structure.counted[i]),
         key=lambda i: (-messages[i].tokens, i),
     )
     return [
-        LargeMessage(messages[i].line, messages[i].role, messages[i].tokens, _describe(i, messages, structure, names))
+        LargeMessage(
+            messages[i].line,
+            messages[i].role,
+            messages[i].tokens,
+            _describe(i, messages, structure, names),
+        )
         for i in ranked
     ]
 
 
-def _describe(position: int, messages: Sequence[Message], structure: Structure, names: dict[tuple[int, str], str]) -> str:
+def _describe(
+    position: int,
+    messages: Sequence[Message],
+    structure: Structure,
+    names: dict[tuple[int, str], str],
+) -> str:
     """A short, one-line label: the tool (and file) of a result or call, else the start of the text."""
     message = messages[position]
     if message.role == "tool":
@@ -327,7 +358,7 @@ def _answered_path(position: int, messages: Sequence[Message], structure: Struct
     for owner, cid in structure.answered_by.get(position, []):
         for call in tool_calls(messages[owner].data):
             if str(call.get("id")) == cid:
-                return read_path(call)
+                return target_path(call)
     return None
 
 

@@ -22,6 +22,7 @@ _JSON_KINDS = {"list": "an array", "str": "a string", "int": "a number", "float"
                "bool": "a boolean", "NoneType": "null"}
 _UTF8_BOM = b"\xef\xbb\xbf"
 _BLANK = re.compile(rb"[ \t\r\f\v]*")
+READ_BLOCK = 8 << 20
 
 
 @dataclass
@@ -33,18 +34,73 @@ class Transcript:
     skipped_lines: list[dict[str, Any]] = field(default_factory=list)
 
 
-def read_bytes(path: str, stdin: BinaryIO | None = None) -> bytes:
-    if path == STDIN:
-        stream = stdin if stdin is not None else sys.stdin.buffer
-        return stream.read()
+class SourceFile:
+    """The transcript file, kept open so untouched lines can be copied back from it.
+
+    Holding a few integers per line instead of the file's bytes keeps a run's
+    memory near the size of the parsed messages, however large the file is.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@dataclass(frozen=True, slots=True)
+class LineRef:
+    """Where a line's original bytes are in the transcript file."""
+
+    file: SourceFile
+    offset: int
+    length: int
+
+    def __bytes__(self) -> bytes:
+        return self.file.read(self.offset, self.length)
+
+
+def _open(path: str) -> BinaryIO:
     try:
-        return Path(path).read_bytes()
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
     except FileNotFoundError:
         raise InputError("no such file", path=path, fix="check the path") from None
     except IsADirectoryError:
         raise InputError("is a directory, not a transcript file", path=path) from None
     except PermissionError:
         raise InputError("permission denied", path=path, fix="check the file's permissions") from None
+    if os.path.isdir(path):
+        handle.close()
+        raise InputError("is a directory, not a transcript file", path=path)
+    return handle
+
+
+def _blocks(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) blocks of whole lines, so only one block is in memory at a time."""
+    offset = 0
+    carry = b""
+    while True:
+        block = stream.read(READ_BLOCK)
+        if not block:
+            if carry:
+                yield offset, carry
+            return
+        block = carry + block
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            carry = block
+            continue
+        yield offset, block[:cut]
+        offset += cut
+        carry = block[cut:]
 
 
 def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | None = None) -> Transcript:
@@ -54,31 +110,51 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
     no strategy touches) and listed in ``skipped_lines`` instead.
     """
     name = "<stdin>" if path == STDIN else path
-    raw = read_bytes(path, stdin)
-    if raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM) :]
-    if not raw.strip():
-        raise InputError("the file is empty; a transcript needs at least one message", path=name)
     transcript = Transcript(path=name, messages=[])
-    for number, line in _lines(raw):
-        try:
-            data = parse_line(line, name, number)
-        except InputError as exc:
-            if not skip_invalid:
-                raise
-            transcript.skipped_lines.append({"line": number, "error": exc.what})
-            transcript.messages.append(Message(data={}, line=number, source=line, extra={"invalid": exc.what}))
-            continue
-        transcript.messages.append(Message(data=data, line=number, source=line))
+    number = 0
+    if path == STDIN:
+        raw = (stdin if stdin is not None else sys.stdin.buffer).read()
+        number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
+    else:
+        source = SourceFile(path)
+        with _open(path) as stream:
+            for offset, block in _blocks(stream):
+                number = _parse_block(transcript, block, offset, number, source, skip_invalid)
     if not transcript.messages:
+        if number == 0:
+            raise InputError("the file is empty; a transcript needs at least one message", path=name)
         raise InputError("the file holds only blank lines; a transcript needs at least one message", path=name)
     return transcript
 
 
-def _lines(raw: bytes) -> Iterator[tuple[int, memoryview]]:
-    """Non-blank lines with their 1-based numbers, as views into ``raw`` (no copies)."""
+def _parse_block(
+    transcript: Transcript, raw: bytes, base: int, number: int, source: SourceFile | None, skip_invalid: bool
+) -> int:
+    """Parse the lines of one block; returns the number of the last line seen."""
+    start = 0
+    if base == 0 and raw.startswith(_UTF8_BOM):
+        start = len(_UTF8_BOM)
     view = memoryview(raw)
-    start, number, size = 0, 0, len(raw)
+    lines_before = number
+    for number, begin, stop in _lines(raw, start, lines_before):
+        line = view[begin:stop]
+        ref: bytes | memoryview | LineRef = line if source is None else LineRef(source, base + begin, stop - begin)
+        try:
+            data = parse_line(line, transcript.path, number)
+        except InputError as exc:
+            if not skip_invalid:
+                raise
+            transcript.skipped_lines.append({"line": number, "error": exc.what})
+            transcript.messages.append(Message(data={}, line=number, source=ref, extra={"invalid": exc.what}))
+            continue
+        transcript.messages.append(Message(data=data, line=number, source=ref))
+    counted = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") or len(raw) == start else 1)
+    return lines_before + counted
+
+
+def _lines(raw: bytes, start: int, number: int) -> Iterator[tuple[int, int, int]]:
+    """(line number, start, stop) of the non-blank lines of ``raw``, without copying them."""
+    size = len(raw)
     while start < size:
         end = raw.find(b"\n", start)
         if end < 0:
@@ -86,7 +162,7 @@ def _lines(raw: bytes) -> Iterator[tuple[int, memoryview]]:
         number += 1
         stop = end - 1 if end > start and raw[end - 1] == 0x0D else end
         if _BLANK.fullmatch(raw, start, stop) is None:
-            yield number, view[start:stop]
+            yield number, start, stop
         start = end + 1
 
 
@@ -177,9 +253,10 @@ def write_transcript(messages: Iterable[Message], path: str) -> None:
 
 
 def write_backup(path: str) -> str:
-    """Copy ``path`` to ``path.bak`` (atomically) before an in-place rewrite."""
+    """Copy ``path`` to ``path.bak`` (atomically, streamed) before an in-place rewrite."""
     backup = f"{path}.bak"
-    atomic_write_chunks(backup, [Path(path).read_bytes()])
+    with open(path, "rb") as source:
+        atomic_write_chunks(backup, iter(lambda: source.read(READ_BLOCK), b""))
     return backup
 
 

@@ -19,6 +19,9 @@ from core.seams import Seams, offload_items
 from core.structure import Structure, analyse
 
 
+_STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
+
+
 @dataclass
 class StepOutcome:
     removed: int = 0
@@ -109,6 +112,9 @@ class Workspace:
         self._outcome = StepOutcome()
         self._originals: list[tuple[Message, int]] = []
         self._inserted: dict[int, list[Message]] = {}
+        # Rewrites of content alone keep the structure; only removals, insertions and rewrites
+        # of roles or tool calls make end() recompute it.
+        self._reshaped = False
         self._snapshot = list(self.messages)
         self._ledger_mark = len(self.ledger)
 
@@ -119,6 +125,7 @@ class Workspace:
         self._outcome = StepOutcome()
         self._originals = []
         self._inserted = {}
+        self._reshaped = False
 
     def end(self, detail: str = "") -> StepOutcome:
         """Apply the marks: the list shrinks to the survivors and the structure is recomputed.
@@ -131,7 +138,7 @@ class Workspace:
         if self.seams.store is not None and self._originals:
             self.seams.store.offload(offload_items(self._originals, self.source))
             outcome.offloaded = len(self._originals)
-        if self.removed or outcome.rewritten or self._inserted:
+        if self.removed or self._inserted or self._reshaped:
             survivors: list[Message] = []
             for i, message in enumerate(self.messages):
                 survivors.extend(self._inserted.get(i, ()))
@@ -211,6 +218,8 @@ class Workspace:
             raise ValueError("a pinned message cannot be rewritten")
         before = self.messages[position]
         self._originals.append((before, self.structure.turn_of[position]))
+        if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS):
+            self._reshaped = True
         after = self.counter.count_message(before.rewritten(data))
         self.messages[position] = after
         saved = before.tokens - after.tokens

@@ -85,3 +85,37 @@ def test_the_wheel_holds_the_packages_and_the_schemas(tmp_path: Path) -> None:
                    "core/py.typed", "schemas/__init__.py"):
         assert module in names, module
     assert not any(name.startswith("tests/") for name in names)
+
+
+def test_the_progress_bar_goes_to_a_terminal_stderr_never_to_stdout(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from generate import generate  # type: ignore[import-not-found]
+
+    source = tmp_path / "long.jsonl"
+    source.write_bytes(b"".join(generate(4000, seed=3, size_scale=0.3)))
+    leader, follower = pty.openpty()
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(["compact", str(source), "--max-tokens", "8000", "--no-cache"], stdout=subprocess.PIPE,
+                               stderr=follower, env=env)
+    os.close(follower)
+    terminal = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    stdout, _ = process.communicate(timeout=120)
+    os.close(leader)
+    assert process.returncode == 0
+    assert b"counting tokens" in terminal  # the bar was drawn on the terminal
+    assert b"counting tokens" not in stdout
+    assert all(line.startswith(b"{") for line in stdout.splitlines())

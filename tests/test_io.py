@@ -83,3 +83,20 @@ def test_skip_invalid_keeps_bad_lines_in_place_and_reports_them(tmp_path: Path) 
     skipped = json.loads(report.read_text())["skipped_lines"]
     assert [s["line"] for s in skipped] == [2]
     assert skipped[0]["error"].startswith("malformed JSON")
+
+
+def test_lines_split_across_read_blocks_keep_their_numbers_and_bytes(tmp_path: Path, monkeypatch) -> None:
+    import core.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "READ_BLOCK", 64)
+    source = tmp_path / "in.jsonl"
+    lines = ['{"role":"system","content":"' + "s" * 150 + '"}', "", "   ", '{"role":"user","content":"u"}', "",
+             '{"role":"assistant","content":"' + "a" * 90 + '"}', '{"role":"user","content":"last"}']
+    source.write_text("\n".join(lines))  # no newline at the end either
+    transcript = read_transcript(str(source))
+    assert [m.line for m in transcript.messages] == [1, 4, 6, 7]
+    assert [bytes(m.to_bytes()).decode() for m in transcript.messages] == [lines[0], lines[3], lines[5], lines[6]]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines[:6], "{oops", lines[6]]) + "\n")
+    result = invoke(str(bad), "--unlimited")
+    assert ":7:" in result.stderr

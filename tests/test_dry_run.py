@@ -1,0 +1,70 @@
+"""--dry-run, --check-for, the prompt-cache figure, and what reaches stdout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.helpers import invoke, msg, read_messages, write_messages
+
+
+def test_dry_run_writes_nothing_and_predicts_the_real_run(samples: Path, tmp_path: Path) -> None:
+    source = samples / "agent_session.jsonl"
+    target = tmp_path / "out.jsonl"
+    dry_report, real_report = tmp_path / "dry.json", tmp_path / "real.json"
+    dry = invoke(str(source), "--max-tokens", "8000", "--dry-run", "-o", str(target), "--report", str(dry_report))
+    assert dry.exit_code == 0, dry.output
+    assert not target.exists()
+    assert dry.stdout.startswith(f"dry run: {source} — nothing written\n")
+    assert "sliding_window (pass 1): would remove line(s) 2-313; saves 15,561 tokens" in dry.stdout
+    assert dry.stdout.rstrip().endswith("the budget (under 8,000 tokens) would be met: 38 messages, 4,115 tokens")
+    real = invoke(str(source), "--max-tokens", "8000", "-o", str(target), "--report", str(real_report))
+    assert real.exit_code == 0
+    predicted, actual = json.loads(dry_report.read_text()), json.loads(real_report.read_text())
+    assert predicted["actions"] == actual["actions"]
+    assert predicted["removed"] == actual["removed"]
+    assert predicted["after"] == actual["after"]
+
+
+def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    dry = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "4", "--store", str(store), "--dry-run",
+                 "--strategy", "offload:turns=2")
+    assert "offload (pass 1): would remove line(s) 2-5; would add 2 message(s)" in dry.stdout
+    assert not store.exists()
+
+
+def test_check_for_refuses_to_write_a_transcript_the_provider_would_reject(tmp_path: Path) -> None:
+    # Anthropic takes one system prompt at the start: a second system message in the middle is refused.
+    source = write_messages(tmp_path / "in.jsonl", [msg("system", "s"), msg("user", "u"), msg("system", "late note"),
+                                                   msg("assistant", "a"), msg("user", "last")])
+    target = tmp_path / "out.jsonl"
+    result = invoke(str(source), "--unlimited", "--check-for", "anthropic", "-o", str(target))
+    assert result.exit_code == 1
+    assert "compact: line 3 of the result:" in result.stderr
+    assert "would be rejected by anthropic" in result.stderr
+    assert not target.exists()
+    ok = invoke(str(source), "--unlimited", "--check-for", "openai", "-o", str(target))
+    assert ok.exit_code == 0 and target.exists()
+
+
+def test_prompt_cache_figure_names_the_first_change(tmp_path: Path) -> None:
+    messages = [msg("system", "s"), msg("user", "u1 " * 200), msg("assistant", "a1 " * 200), msg("user", "u2"),
+                msg("assistant", "a2"), msg("user", "last")]
+    source = write_messages(tmp_path / "in.jsonl", messages)
+    report = tmp_path / "r.json"
+    invoke(str(source), "--max-messages", "4", "--strategy", "sliding_window:keep_messages=4", "--report", str(report))
+    cache = json.loads(report.read_text())["prompt_cache"]
+    # Lines 2 and 3 go: the system prompt (line 1) is the prefix that survives.
+    assert cache["prefix_messages"] == 1 and cache["first_changed_line"] == 2
+    assert cache["tokens_to_rewrite"] > 0
+    unchanged = invoke(str(source), "--unlimited", "--warn-fraction", "0.0001", "--report", str(report))
+    cache = json.loads(report.read_text())["prompt_cache"]
+    assert cache["prefix_messages"] == 6 and cache["first_changed_line"] is None  # only the warning was appended
+    assert len(read_messages(unchanged.stdout)) == 7
+
+
+def test_quiet_and_piping_keep_stderr_and_stdout_clean(samples: Path) -> None:
+    result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "8000", "--quiet", "--table")
+    assert result.stderr == ""
+    assert all(line.startswith("{") for line in result.stdout.splitlines())
