@@ -13,7 +13,15 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.commands import BackendOpt, CharsOpt, ConfigOpt, EncoderOpt, FramingOpt, ModelOpt, build_config
+from cli.commands import (
+    BackendOpt,
+    CharsOpt,
+    ConfigOpt,
+    EncoderOpt,
+    FramingOpt,
+    ModelOpt,
+    build_config,
+)
 from core.errors import CheckFailed, ConfigError
 
 STATS_HELP = """Show where a transcript's tokens go: by role, by tool, by file read, the largest messages,
@@ -45,7 +53,11 @@ Exit codes: 0 no problem; 1 problems found; 2 bad usage or input.
 """
 
 FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)]
+BeforeArg = Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)]
+AfterArg = Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")]
+TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows per table (tools, files, largest messages, rereads); 0 shows all.")]
+ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable; default read_file).", show_default=False)]
 
 
 class Format(StrEnum):
@@ -60,16 +72,21 @@ class Provider(StrEnum):
 
 
 FormatOpt = Annotated[Format, typer.Option("--format", help="table (rich tables) or json (one document), on stdout.")]
+ProviderOpt = Annotated[Provider, typer.Option("--for", help="The API the transcript is meant for.", show_default=False)]
+
+
+def _counting(config: Any, model: Any, encoder: Any, backend: Any, chars_per_token: Any, framing: Any) -> Any:
+    """The configuration that says how to count: the options `compact count` takes."""
+    return build_config(
+        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
+    )
 
 
 def stats(
     file: FileArg,
     output_format: FormatOpt = Format.table,
-    top: Annotated[int, typer.Option("--top", min=0, help="Rows per table (largest messages, tools, files); 0 shows all.")] = 10,
-    read_tool: Annotated[
-        list[str] | None,
-        typer.Option("--read-tool", metavar="NAME", help="Tool whose calls read files (repeatable; default read_file).", show_default=False),
-    ] = None,
+    top: TopOpt = 10,
+    read_tool: ReadToolOpt = None,
     model: ModelOpt = None,
     encoder: EncoderOpt = None,
     backend: BackendOpt = None,
@@ -80,20 +97,19 @@ def stats(
 ) -> None:
     from core.stats import DEFAULT_READ_TOOLS, stats_file
 
-    settings = build_config(
-        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
-    )
-    result = stats_file(file, settings, read_tools=tuple(read_tool or DEFAULT_READ_TOOLS), use_cache=not no_cache)
+    settings = _counting(config, model, encoder, backend, chars_per_token, framing)
+    read_tools = tuple(read_tool or DEFAULT_READ_TOOLS)
+    result = stats_file(file, settings, read_tools=read_tools, use_cache=not no_cache)
     limit = top or None
     if output_format is Format.json:
         _print_json(result.to_dict(top=limit))
-        return
-    print_stats(result, limit)
+    else:
+        print_stats(result, limit)
 
 
 def diff(
-    before: Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)],
-    after: Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)],
+    before: BeforeArg,
+    after: AfterArg,
     output_format: FormatOpt = Format.table,
     model: ModelOpt = None,
     encoder: EncoderOpt = None,
@@ -107,29 +123,24 @@ def diff(
 
     if before == "-" and after == "-":
         raise ConfigError("BEFORE and AFTER cannot both be stdin", fix="give at least one of them as a file")
-    settings = build_config(
-        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
-    )
+    settings = _counting(config, model, encoder, backend, chars_per_token, framing)
     result = diff_files(before, after, settings, use_cache=not no_cache)
     if output_format is Format.json:
         _print_json(result.to_dict())
-        return
-    print_diff(result)
+    else:
+        print_diff(result)
 
 
-def validate(
-    file: FileArg,
-    provider: Annotated[Provider, typer.Option("--for", help="The API the transcript is meant for.", show_default=False)],
-) -> None:
+def validate(file: FileArg, provider: ProviderOpt) -> None:
     from core.provider_check import check_transcript
     from core.transcript import read_transcript
 
     transcript = read_transcript(file)
-    messages = transcript.messages
-    problems = check_transcript([m.data for m in messages], provider.value, lines=[m.line for m in messages])
+    data, lines = [m.data for m in transcript.messages], [m.line for m in transcript.messages]
+    problems = check_transcript(data, provider.value, lines=lines)
     for problem in problems:
         typer.echo(problem.format(transcript.path))
-    summary = validation_summary(transcript.path, len(messages), provider.value, [p.code for p in problems])
+    summary = validation_summary(transcript.path, len(data), provider.value, [p.code for p in problems])
     if problems:
         raise CheckFailed(summary, fix="`compact validate --help` lists the checks")
     typer.echo(f"compact: {summary}", err=True)
@@ -156,7 +167,7 @@ def _print_json(document: dict[str, Any]) -> None:
 # -- rendering: rich tables on stdout (they are the command's output) ---------------
 
 SHARE_BAR_WIDTH = 8
-TEXT_COLUMNS = ("tool", "change", "")
+TEXT_COLUMNS = ("role", "tool", "change", "")
 
 
 def _console() -> Any:
@@ -172,23 +183,27 @@ def _share(tokens: int, total: int) -> str:
     return "█" * filled + "░" * (SHARE_BAR_WIDTH - filled) + f" {fraction:6.1%}"
 
 
-def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], caption: str = "") -> Any:
-    """Figures keep their full width; a long path folds and a long description is cut."""
+def _n(*figures: int) -> list[str]:
+    return [f"{figure:,}" for figure in figures]
+
+
+def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], caption: str = "", width: int = 0) -> Any:
+    """Figures keep their full width; a long path or list of roles folds; a description takes what is
+    left of ``width`` and is cut there."""
     from rich.table import Table
 
-    table = Table(
-        title=title or None, title_justify="left", title_style="bold", caption=caption or None,
-        show_edge=False, pad_edge=False,
-    )
-    for k, name in enumerate(columns):
+    table = Table(title=title or None, title_justify="left", title_style="bold", caption=caption or None,
+                  show_edge=False, pad_edge=False)
+    widths = [max([len(name), *(len(row[k]) for row in rows)]) for k, name in enumerate(columns)]
+    fixed = sum(w for name, w in zip(columns, widths) if name != "what") + 3 * (len(columns) - 1)
+    for name, natural in zip(columns, widths):
         if name == "what":
-            table.add_column(name, no_wrap=True, overflow="ellipsis")
-        elif name in ("path", "role"):
+            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(12, width - fixed))
+        elif name in ("path", "roles"):
             table.add_column(name, overflow="fold", min_width=len(name) + 5)
         else:
-            width = max([len(name), *(len(row[k]) for row in rows)])
             justify = "left" if name in TEXT_COLUMNS else "right"
-            table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+            table.add_column(name, justify=justify, no_wrap=True, min_width=natural)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
     return table
@@ -204,8 +219,7 @@ def print_stats(result: Any, limit: int | None) -> None:
     from rich.text import Text
 
     console = _console()
-    total = result.tokens
-    encoder = result.encoder
+    total, encoder = result.tokens, result.encoder
     head = f"{result.messages:,} messages · {total:,} tokens · encoder {encoder.encoding} ({encoder.backend})"
     if encoder.fallback_reason:
         head += f" — fell back from {encoder.requested}: {encoder.fallback_reason}"
@@ -214,30 +228,29 @@ def print_stats(result: Any, limit: int | None) -> None:
     console.print(Text(f"compact stats · {result.path}", style="bold"), soft_wrap=True)
     console.print(Text(head), soft_wrap=True)
 
-    rows = [[r.role, f"{r.messages:,}", f"{r.tokens:,}", _share(r.tokens, total)] for r in result.by_role]
+    rows = [[r.role, *_n(r.messages, r.tokens), _share(r.tokens, total)] for r in result.by_role]
     if result.reply_priming:
-        rows.append(["(reply priming)", "", f"{result.reply_priming:,}", _share(result.reply_priming, total)])
+        rows.append(["(reply priming)", "", *_n(result.reply_priming), _share(result.reply_priming, total)])
     console.print(_table("tokens by role", ("role", "messages", "tokens", "share"), rows))
 
     tools, caption = _top(result.by_tool, limit)
-    rows = [
-        [t.tool, f"{t.calls:,}", f"{t.results:,}", f"{t.call_tokens:,}", f"{t.result_tokens:,}", f"{t.tokens:,}",
-         _share(t.tokens, total)]
-        for t in tools
-    ]
-    columns = ("tool", "calls", "results", "in calls", "in results", "tokens", "share")
-    console.print(_table("tokens by tool", columns, rows, caption) if rows else Text("tokens by tool: no tool calls"))
+    rows = [[t.tool, *_n(t.calls, t.results, t.call_tokens, t.result_tokens, t.tokens), _share(t.tokens, total)]
+            for t in tools]
+    tool_columns = ("tool", "calls", "results", "in calls", "in results", "tokens", "share")
+    empty = Text("tokens by tool: no tool calls")
+    console.print(_table("tokens by tool", tool_columns, rows, caption) if rows else empty)
 
     read_tools = ", ".join(result.read_tools)
     files, caption = _top(result.by_file, limit)
-    rows = [[f.path, f"{f.reads:,}", f"{f.tokens:,}", _share(f.tokens, total)] for f in files]
+    rows = [[f.path, *_n(f.reads, f.tokens), _share(f.tokens, total)] for f in files]
     title = f"tokens by file read ({read_tools} results)"
     empty = Text(f"tokens by file read: no {read_tools} call with a path")
     console.print(_table(title, ("path", "reads", "tokens", "share"), rows, caption) if rows else empty)
 
     largest, caption = _top(result.largest, limit)
-    rows = [[str(m.line), m.role, f"{m.tokens:,}", _share(m.tokens, total), m.what] for m in largest]
-    console.print(_table("largest messages", ("line", "role", "tokens", "share", "what"), rows, caption))
+    rows = [[str(m.line), m.role, *_n(m.tokens), _share(m.tokens, total), m.what] for m in largest]
+    largest_columns = ("line", "role", "tokens", "share", "what")
+    console.print(_table("largest messages", largest_columns, rows, caption, width=console.width))
     _print_rereads(console, result, limit)
 
 
@@ -250,13 +263,14 @@ def _print_rereads(console: Any, result: Any, limit: int | None) -> None:
         return
     extra = sum(f.reads - 1 for f in rereads)
     cost = result.reread_tokens
+    share = cost / result.tokens if result.tokens else 0.0
     console.print(Text(
         f"files read more than once: {_plural(len(rereads), 'file')}, {_plural(extra, 'reread')}; "
-        f"{cost:,} tokens ({cost / result.tokens if result.tokens else 0:.1%}) are in reads a newer read superseded",
+        f"{cost:,} tokens ({share:.1%}) are in reads a newer read superseded",
         style="bold",
     ))
     shown, caption = _top(rereads, limit)
-    rows = [[f.path, f"{f.reads:,}", _line_list(f.lines), f"{f.tokens:,}", f"{f.reread_tokens:,}"] for f in shown]
+    rows = [[f.path, *_n(f.reads), _line_list(f.lines), *_n(f.tokens, f.reread_tokens)] for f in shown]
     console.print(_table("", ("path", "reads", "result lines", "tokens", "superseded"), rows, caption))
 
 
@@ -276,12 +290,12 @@ def print_diff(result: Any) -> None:
     console.print(Text(f"compact diff · {result.before.path} → {result.after.path}", style="bold"), soft_wrap=True)
     summary = result.summary()
     rows = [
-        ["before", f"{result.before.messages:,}", f"{result.before.tokens:,}", ""],
-        ["after", f"{result.after.messages:,}", "", f"{result.after.tokens:,}"],
+        ["before", *_n(result.before.messages, result.before.tokens), ""],
+        ["after", *_n(result.after.messages), "", *_n(result.after.tokens)],
     ]
     for kind in ("kept", "removed", "rewritten", "added"):
         row = summary[kind]
-        rows.append([kind, f"{row['messages']:,}", f"{row['tokens_before']:,}", f"{row['tokens_after']:,}"])
+        rows.append([kind, *_n(row["messages"], row["tokens_before"], row["tokens_after"])])
     console.print(_table("", ("", "messages", "tokens before", "tokens after"), rows))
     if not result.changes:
         console.print(Text("no changes"))
@@ -297,11 +311,9 @@ def print_diff(result: Any) -> None:
             before,
             "" if first.after_line is None else str(first.after_line),
             ", ".join(dict.fromkeys(c.role for c in run)),
-            f"{sum(c.tokens_before for c in run):,}",
-            f"{sum(c.tokens_after for c in run):,}",
+            *_n(sum(c.tokens_before for c in run), sum(c.tokens_after for c in run)),
         ])
-    columns = ("change", "line", "new line", "role", "tokens", "new tokens")
-    console.print(_table("changes", columns, rows))
+    console.print(_table("changes", ("change", "line", "new line", "roles", "tokens", "new tokens"), rows))
 
 
 def _runs(changes: list[Any]) -> list[list[Any]]:

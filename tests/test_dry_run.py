@@ -16,8 +16,8 @@ def test_dry_run_writes_nothing_and_predicts_the_real_run(samples: Path, tmp_pat
     assert dry.exit_code == 0, dry.output
     assert not target.exists()
     assert dry.stdout.startswith(f"dry run: {source} — nothing written\n")
-    assert "sliding_window (pass 1): would remove line(s) 2-313; saves 15,561 tokens" in dry.stdout
-    assert dry.stdout.rstrip().endswith("the budget (under 8,000 tokens) would be met: 38 messages, 4,115 tokens")
+    assert "sliding_window (pass 1): would remove line(s) 2-313; saves 15,560 tokens" in dry.stdout
+    assert dry.stdout.rstrip().endswith("the budget (under 8,000 tokens) would be met: 38 messages, 4,114 tokens")
     real = invoke(str(source), "--max-tokens", "8000", "-o", str(target), "--report", str(real_report))
     assert real.exit_code == 0
     predicted, actual = json.loads(dry_report.read_text()), json.loads(real_report.read_text())

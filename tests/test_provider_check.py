@@ -12,7 +12,16 @@ from hypothesis import strategies as st
 
 from core.errors import ConfigError
 from core.provider_check import check_transcript
-from tests.helpers import assistant_calls, call, invoke, msg, read_messages, result, run_core, write_messages
+from tests.helpers import (
+    assistant_calls,
+    call,
+    invoke,
+    msg,
+    read_messages,
+    result,
+    run_core,
+    write_messages,
+)
 
 U = msg("user", "Fix the bug.")
 U2 = msg("user", "And the docs.")
@@ -37,43 +46,73 @@ PROBLEMS = [
     ("responses", [U, calls("c1")], [(1, "missing-result")]),
     ("openai", [U, result("c9", "x")], [(1, "missing-call")]),
     ("responses", [U, result("c9", "x")], [(1, "missing-call")]),
-    ("openai", [U, result("c1", "x"), calls("c1")], [(1, "result-before-call"), (2, "missing-result")]),
+    (
+        "openai",
+        [U, result("c1", "x"), calls("c1")],
+        [(1, "result-before-call"), (2, "missing-result")],
+    ),
     ("openai", [U, calls("c1"), U2, result("c1", "x")], [(3, "result-not-adjacent")]),
     ("anthropic", [U, calls("c1"), U2, result("c1", "x")], [(3, "result-not-adjacent")]),
     # Parallel calls: every result before any other role.
-    ("openai", [U, calls("c1", "c2"), result("c1", "x"), A, result("c2", "y")], [(4, "result-not-adjacent")]),
-    ("responses", [U, calls("c1", "c2"), result("c1", "x"), A, result("c2", "y")],
-     [(4, "result-after-next-assistant")]),
+    (
+        "openai",
+        [U, calls("c1", "c2"), result("c1", "x"), A, result("c2", "y")],
+        [(4, "result-not-adjacent")],
+    ),
+    (
+        "responses",
+        [U, calls("c1", "c2"), result("c1", "x"), A, result("c2", "y")],
+        [(4, "result-after-next-assistant")],
+    ),
     ("openai", [U, {"role": "tool", "content": "x"}], [(1, "missing-tool-call-id")]),
-    ("openai", [U, calls("c1", "c2"), {"role": "tool", "tool_call_ids": ["c1", "c2"], "content": "x"}],
-     [(2, "several-call-ids")]),
+    (
+        "openai",
+        [U, calls("c1", "c2"), {"role": "tool", "tool_call_ids": ["c1", "c2"], "content": "x"}],
+        [(2, "several-call-ids")],
+    ),
     ("openai", [U, calls(""), result("", "x")], [(1, "empty-call-id")]),
     ("responses", [U, calls(""), result("", "x")], [(1, "empty-call-id")]),
     ("anthropic", [U, calls("call.1:x"), result("call.1:x", "x")], [(1, "invalid-call-id")]),
-    ("anthropic", [U, calls("c1"), result("c1", "x"), calls("c1"), result("c1", "y")], [(3, "duplicate-call-id")]),
+    (
+        "anthropic",
+        [U, calls("c1"), result("c1", "x"), calls("c1"), result("c1", "y")],
+        [(3, "duplicate-call-id")],
+    ),
     ("openai", [U, {"role": "assistant", "content": None}, U2], [(1, "empty-assistant")]),
     ("openai", [U, {"role": "assistant", "content": []}, U2], [(1, "empty-assistant")]),
     ("anthropic", [msg("developer", "Be brief."), U], [(0, "unknown-role")]),
     ("responses", [U, {"role": "function", "name": "f", "content": "x"}], [(1, "unknown-role")]),
-    ("anthropic", [S, U, A, msg("system", "CUCA context warning: ...")], [(3, "system-not-at-start")]),
+    (
+        "anthropic",
+        [S, U, A, msg("system", "CUCA context warning: ...")],
+        [(3, "system-not-at-start")],
+    ),
     ("anthropic", [S, A, U], [(1, "first-not-user")]),
     ("anthropic", [U, U2, A], [(1, "roles-not-alternating")]),
     ("anthropic", [U, A, msg("assistant", "More.")], [(2, "roles-not-alternating")]),
     ("anthropic", [U, msg("assistant", "   "), U2], [(1, "empty-content")]),
-    ("anthropic", [msg("user", [{"type": "text", "text": ""}, {"type": "text", "text": "hi"}]), A],
-     [(0, "empty-content")]),
+    (
+        "anthropic",
+        [msg("user", [{"type": "text", "text": ""}, {"type": "text", "text": "hi"}]), A],
+        [(0, "empty-content")],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("provider", "messages", "expected"), PROBLEMS)
-def test_each_kind_of_provider_error_is_caught(provider: str, messages: list[dict], expected: list) -> None:
+def test_each_kind_of_provider_error_is_caught(
+    provider: str, messages: list[dict], expected: list
+) -> None:
     assert codes(messages, provider) == expected
 
 
 ACCEPTED = [
     # What one provider refuses and another accepts, and shapes every provider accepts.
     ("openai", [U, calls("call.1:x"), result("call.1:x", "x")]),
-    ("openai", [U, calls("c1"), result("c1", "x"), calls("c1"), result("c1", "y")]),  # ids reused: paired by position
+    (
+        "openai",
+        [U, calls("c1"), result("c1", "x"), calls("c1"), result("c1", "y")],
+    ),  # ids reused: paired by position
     ("openai", [S, A, U, U2, msg("system", "late"), msg("developer", "dev")]),
     ("openai", [U, msg("assistant", "")]),
     ("responses", [U, calls("c1"), U2, result("c1", "x")]),
@@ -113,14 +152,20 @@ def test_an_unknown_role_hides_the_other_problems_of_that_message() -> None:
 
 
 def test_validate_prints_one_line_per_problem_and_exits_1(tmp_path: Path) -> None:
-    path = write_messages(tmp_path / "t.jsonl", [S, U, calls("c1"), U2, result("c1", "x"), calls("c2")])
+    path = write_messages(
+        tmp_path / "t.jsonl", [S, U, calls("c1"), U2, result("c1", "x"), calls("c2")]
+    )
     run = invoke("validate", str(path), "--for", "openai")
     assert run.exit_code == 1
     assert run.stdout.splitlines() == [
-        f"{path}:5: tool result for c1 is not directly after its call at line 3: line 4 (user) comes between "
-        "(move the tool messages right after the assistant message that made the calls)",
-        f"{path}:6: tool call c2 (read_file) has no result (add a tool message with tool_call_id c2 after it, "
-        "or drop the call with compact --repair)",
+        (
+            f"{path}:5: tool result for c1 is not directly after its call at line 3: line 4 (user) comes between "
+            "(move the tool messages right after the assistant message that made the calls)"
+        ),
+        (
+            f"{path}:6: tool call c2 (read_file) has no result (add a tool message with tool_call_id c2 after it, "
+            "or drop the call with compact --repair)"
+        ),
     ]
     assert run.stderr == (
         f"compact: error: {path}: 2 problems for openai: 1 result-not-adjacent, 1 missing-result "
@@ -131,7 +176,10 @@ def test_validate_prints_one_line_per_problem_and_exits_1(tmp_path: Path) -> Non
 def test_validate_exits_0_with_a_summary_on_stderr(samples: Path) -> None:
     run = invoke("validate", str(samples / "agent_session.jsonl"), "--for", "anthropic")
     assert run.exit_code == 0 and run.stdout == ""
-    assert run.stderr == f"compact: {samples / 'agent_session.jsonl'}: 350 messages, no problems for anthropic\n"
+    assert (
+        run.stderr
+        == f"compact: {samples / 'agent_session.jsonl'}: 350 messages, no problems for anthropic\n"
+    )
 
 
 def test_validate_exits_2_on_bad_usage_or_input(samples: Path) -> None:
@@ -142,7 +190,9 @@ def test_validate_exits_2_on_bad_usage_or_input(samples: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["seed_example", "short_chat", "agent_session"])
-def test_every_output_of_the_main_command_on_the_samples_passes_openai(samples: Path, name: str) -> None:
+def test_every_output_of_the_main_command_on_the_samples_passes_openai(
+    samples: Path, name: str
+) -> None:
     path = samples / f"{name}.jsonl"
     assert invoke("validate", str(path), "--for", "openai").exit_code == 0
     total = json.loads(invoke("count", str(path), "--format", "json").stdout)["before"]["tokens"]
@@ -150,8 +200,18 @@ def test_every_output_of_the_main_command_on_the_samples_passes_openai(samples: 
     runs += [["--max-messages", str(n)] for n in (2, 4, 6)]
     runs += [["--full"], ["--max-tokens", str(max(1, total // 4)), "--warn-fraction", "0.0001"]]
     if name == "seed_example":
-        runs.append(["--max-messages", "6", "--context-window", "256", "--warn-fraction", "0.2",
-                     "--strategy", "sliding_window:keep_messages=4"])
+        runs.append(
+            [
+                "--max-messages",
+                "6",
+                "--context-window",
+                "256",
+                "--warn-fraction",
+                "0.2",
+                "--strategy",
+                "sliding_window:keep_messages=4",
+            ]
+        )
     for extra in runs:
         out = invoke(str(path), *extra)
         assert out.exit_code == 0, out.stderr
@@ -161,7 +221,9 @@ def test_every_output_of_the_main_command_on_the_samples_passes_openai(samples: 
 
 # -- the property: compaction keeps a transcript valid for openai ----------------------
 
-WORDS = st.sampled_from(["alpha", "beta", "gamma", "def", "return", "x = 1", "path/to/file.py", "error:", "\n"])
+WORDS = st.sampled_from(
+    ["alpha", "beta", "gamma", "def", "return", "x = 1", "path/to/file.py", "error:", "\n"]
+)
 TEXT = st.lists(WORDS, min_size=1, max_size=300).map(" ".join)
 TOOLS = st.sampled_from(["read_file", "run_shell", "grep"])
 
@@ -172,7 +234,9 @@ def transcripts(draw: Any) -> list[dict[str, Any]]:
     reused call ids, `name` on results, and now and then a shape openai refuses (the property then skips)."""
     messages: list[dict[str, Any]] = []
     for _ in range(draw(st.integers(0, 2))):
-        messages.append({"role": draw(st.sampled_from(["system", "developer"])), "content": draw(TEXT)})
+        messages.append(
+            {"role": draw(st.sampled_from(["system", "developer"])), "content": draw(TEXT)}
+        )
     next_id = 0
     for _ in range(draw(st.integers(1, 5))):
         messages.append({"role": "user", "content": draw(TEXT)})
@@ -184,12 +248,20 @@ def transcripts(draw: Any) -> list[dict[str, Any]]:
             for _ in range(draw(st.integers(1, 3))):
                 next_id += 1
                 reused = draw(st.integers(0, 9)) == 0 and next_id > 1
-                cid = "call_1" if reused and not any(c["id"] == "call_1" for c in batch) else f"call_{next_id}"
+                cid = (
+                    "call_1"
+                    if reused and not any(c["id"] == "call_1" for c in batch)
+                    else f"call_{next_id}"
+                )
                 path = draw(st.sampled_from(["a.py", "b.py"]))
                 batch.append(call(cid, draw(TOOLS), path=path))
             messages.append(assistant_calls(*batch, content=draw(st.one_of(st.none(), TEXT))))
-            answers = [result(c["id"], draw(TEXT), name=c["function"]["name"] if draw(st.booleans()) else None)
-                       for c in batch]
+            answers = [
+                result(
+                    c["id"], draw(TEXT), name=c["function"]["name"] if draw(st.booleans()) else None
+                )
+                for c in batch
+            ]
             messages.extend(draw(st.permutations(answers)))
         if draw(st.integers(0, 15)) == 0:
             messages.append(msg("system", draw(TEXT)))
@@ -211,10 +283,16 @@ def transcripts(draw: Any) -> list[dict[str, Any]]:
     st.lists(st.integers(1, 40), max_size=2),
 )
 def test_compaction_keeps_an_openai_valid_transcript_valid(
-    messages: list[dict[str, Any]], budget: tuple[str, float], warn: float | None, keep_lines: list[int]
+    messages: list[dict[str, Any]],
+    budget: tuple[str, float],
+    warn: float | None,
+    keep_lines: list[int],
 ) -> None:
     assume(check_transcript(messages, "openai") == [])
-    settings_: dict[str, Any] = {"warn_fraction": warn, "keep": [f"line:{n}" for n in keep_lines if n <= len(messages)]}
+    settings_: dict[str, Any] = {
+        "warn_fraction": warn,
+        "keep": [f"line:{n}" for n in keep_lines if n <= len(messages)],
+    }
     kind, amount = budget
     if kind == "max_tokens":
         total = run_core(messages, mode="unlimited").report["before"]["tokens"]
@@ -222,5 +300,7 @@ def test_compaction_keeps_an_openai_valid_transcript_valid(
     else:
         settings_["max_messages"] = int(amount)
     out = run_core(messages, **settings_)
-    problems = check_transcript([m.data for m in out.messages], "openai", lines=[m.line for m in out.messages])
+    problems = check_transcript(
+        [m.data for m in out.messages], "openai", lines=[m.line for m in out.messages]
+    )
     assert problems == [], [p.format("out") for p in problems]

@@ -47,7 +47,11 @@ SESSION = [
 TOKENS = {
     1: n("You are a coding agent."),
     2: n("Read the config twice, then the notes."),
-    3: n("\n".join(["read_file", C1["function"]["arguments"], "run_shell", C2["function"]["arguments"]])),
+    3: n(
+        "\n".join(
+            ["read_file", C1["function"]["arguments"], "run_shell", C2["function"]["arguments"]]
+        )
+    ),
     4: n(CONFIG_V1),
     5: n("a.py b.py c.py"),
     6: n("\n".join(["Reading it again.", "read_file", C3["function"]["arguments"]])),
@@ -81,20 +85,36 @@ def test_totals_and_roles(session: Path) -> None:
         "assistant": (4, TOKENS[3] + TOKENS[6] + TOKENS[8] + TOKENS[11]),
         "tool": (5, TOKENS[4] + TOKENS[5] + TOKENS[7] + TOKENS[9] + TOKENS[10]),
     }
-    assert [r["tokens"] for r in stats["by_role"]] == sorted((r["tokens"] for r in stats["by_role"]), reverse=True)
+    assert [r["tokens"] for r in stats["by_role"]] == sorted(
+        (r["tokens"] for r in stats["by_role"]), reverse=True
+    )
 
 
 def test_tools_count_their_calls_and_the_results_that_answer_them(session: Path) -> None:
     tools = {t["tool"]: t for t in stats_json(session)["by_tool"]}
     assert tools["read_file"] == {
-        "tool": "read_file", "calls": 3, "results": 3,
+        "tool": "read_file",
+        "calls": 3,
+        "results": 3,
         "call_tokens": call_tokens(C1) + call_tokens(C3) + call_tokens(C4),
         "result_tokens": TOKENS[4] + TOKENS[7] + TOKENS[9],
-        "tokens": call_tokens(C1) + call_tokens(C3) + call_tokens(C4) + TOKENS[4] + TOKENS[7] + TOKENS[9],
+        "tokens": call_tokens(C1)
+        + call_tokens(C3)
+        + call_tokens(C4)
+        + TOKENS[4]
+        + TOKENS[7]
+        + TOKENS[9],
     }
-    assert (tools["run_shell"]["calls"], tools["run_shell"]["call_tokens"], tools["run_shell"]["result_tokens"]) == (
-        1, call_tokens(C2), TOKENS[5])
-    assert (tools["grep"]["calls"], tools["grep"]["results"], tools["grep"]["result_tokens"]) == (0, 1, TOKENS[10])
+    assert (
+        tools["run_shell"]["calls"],
+        tools["run_shell"]["call_tokens"],
+        tools["run_shell"]["result_tokens"],
+    ) == (1, call_tokens(C2), TOKENS[5])
+    assert (tools["grep"]["calls"], tools["grep"]["results"], tools["grep"]["result_tokens"]) == (
+        0,
+        1,
+        TOKENS[10],
+    )
 
 
 def test_files_read_the_largest_messages_and_what_rereads_cost(session: Path) -> None:
@@ -105,14 +125,30 @@ def test_files_read_the_largest_messages_and_what_rereads_cost(session: Path) ->
     ]
     # Every read but the newest was superseded: the first read of config.py.
     assert stats["rereads"] == {
-        "files": 1, "reads": 1, "tokens": TOKENS[4],
-        "by_file": [{"path": "config.py", "reads": 2, "lines": [4, 7], "tokens": TOKENS[4] + TOKENS[7],
-                     "reread_tokens": TOKENS[4]}],
+        "files": 1,
+        "reads": 1,
+        "tokens": TOKENS[4],
+        "by_file": [
+            {
+                "path": "config.py",
+                "reads": 2,
+                "lines": [4, 7],
+                "tokens": TOKENS[4] + TOKENS[7],
+                "reread_tokens": TOKENS[4],
+            }
+        ],
     }
     by_size = sorted(TOKENS, key=lambda line: (-TOKENS[line], line))
     largest = stats["largest"]
-    assert [(m["line"], m["tokens"]) for m in largest] == [(line, TOKENS[line]) for line in by_size[:10]]
-    assert largest[0] == {"line": 7, "role": "tool", "tokens": TOKENS[7], "what": "result of read_file config.py"}
+    assert [(m["line"], m["tokens"]) for m in largest] == [
+        (line, TOKENS[line]) for line in by_size[:10]
+    ]
+    assert largest[0] == {
+        "line": 7,
+        "role": "tool",
+        "tokens": TOKENS[7],
+        "what": "result of read_file config.py",
+    }
 
 
 def test_top_trims_every_list_and_0_shows_all(session: Path) -> None:
@@ -124,7 +160,9 @@ def test_top_trims_every_list_and_0_shows_all(session: Path) -> None:
 
 def test_read_tool_says_which_tool_reads_files(session: Path) -> None:
     stats = stats_json(session, "--read-tool", "run_shell")
-    assert stats["by_file"] == [] and stats["rereads"]["files"] == 0  # run_shell has no path argument
+    assert (
+        stats["by_file"] == [] and stats["rereads"]["files"] == 0
+    )  # run_shell has no path argument
 
 
 @pytest.mark.parametrize("extra", [[], ["--framing"], ["--encoder", "heuristic"]])
@@ -132,9 +170,14 @@ def test_totals_equal_compact_count(session: Path, samples: Path, extra: list[st
     for path in (session, samples / "agent_session.jsonl", samples / "short_chat.jsonl"):
         count = json.loads(invoke("count", str(path), "--format", "json", *extra).stdout)
         stats = stats_json(path, *extra)
-        assert (stats["messages"], stats["tokens"]) == (count["before"]["messages"], count["before"]["tokens"])
+        assert (stats["messages"], stats["tokens"]) == (
+            count["before"]["messages"],
+            count["before"]["tokens"],
+        )
         assert stats["encoder"] == count["encoder"]
-        assert sum(r["tokens"] for r in stats["by_role"]) + stats["reply_priming"] == stats["tokens"]
+        assert (
+            sum(r["tokens"] for r in stats["by_role"]) + stats["reply_priming"] == stats["tokens"]
+        )
 
 
 def test_the_graph_message_is_shown_apart_as_count_leaves_it_out(tmp_path: Path) -> None:
@@ -157,7 +200,12 @@ def test_the_table_goes_to_stdout(session: Path) -> None:
     assert run.exit_code == 0 and run.stderr == ""
     out = run.stdout
     assert f"11 messages · {TOTAL:,} tokens · encoder cl100k_base" in out
-    for heading in ("tokens by role", "tokens by tool", "tokens by file read (read_file results)", "largest messages"):
+    for heading in (
+        "tokens by role",
+        "tokens by tool",
+        "tokens by file read (read_file results)",
+        "largest messages",
+    ):
         assert heading in out
     assert f"files read more than once: 1 file, 1 reread; {TOKENS[4]:,} tokens" in out
     assert "result of read_file config.py" in out

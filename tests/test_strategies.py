@@ -234,3 +234,14 @@ def test_reused_call_ids_pair_with_the_nearest_call_before_them() -> None:
     assert lines_of(out) == [1, 5, 6, 7, 8]
     dropped = run_core(messages, mode="full", strategies=["drop_observations"])
     assert lines_of(dropped) == [1, 2, 5, 8]
+
+
+def test_a_placeholder_never_makes_a_result_bigger(samples, tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from tests.helpers import invoke
+
+    report = tmp_path / "r.json"
+    invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "8000", "--report", str(report))
+    ledger = json.loads(report.read_text())["removed"]
+    assert all(e["tokens_after"] < e["tokens_before"] for e in ledger if e["action"] == "rewritten")

@@ -18,10 +18,10 @@ def apply(workspace: Workspace, *, keep_pairs: int) -> str:
         message = messages[position]
         if workspace.pinned(position) or placeholders.is_placeholder(message):
             continue
-        text = placeholders.cleared(message.tokens)
-        if workspace.counter.count_text(text) >= message.tokens:
-            continue
-        workspace.rewrite(position, placeholders.with_content(message, text), "tool result cleared")
+        data = placeholders.with_content(message, placeholders.cleared(message.tokens))
+        if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+            continue  # the placeholder would cost as much as the result
+        workspace.rewrite(position, data, "tool result cleared")
         cleared += 1
     return f"cleared {cleared} tool result(s), kept the newest {keep_pairs}"
 

@@ -44,10 +44,10 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
         message = messages[result]
         if result == latest or workspace.pinned(result) or placeholders.is_placeholder(message):
             continue
-        note = placeholders.superseded(tool_name, path, messages[latest].line)
-        if workspace.counter.count_text(note) >= message.tokens:
-            continue
-        workspace.rewrite(result, placeholders.with_content(message, note), f"superseded by a newer read of {path}")
+        data = placeholders.with_content(message, placeholders.superseded(tool_name, path, messages[latest].line))
+        if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+            continue  # the pointer would cost as much as the read
+        workspace.rewrite(result, data, f"superseded by a newer read of {path}")
         superseded += 1
     return f"replaced {superseded} older {tool_name} result(s) with a pointer to the newest read"
 
