@@ -27,6 +27,20 @@ def default_cache_path() -> Path:
     return Path(xdg) / "compact" / "token-counts.sqlite"
 
 
+def open_cache_db(path: Path, table_sql: str) -> sqlite3.Connection:
+    """The user's cache file (WAL, shared by concurrent runs) with ``table_sql`` applied; raises on failure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=5.0)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(table_sql)
+        db.commit()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
 class CountCache:
     """A persistent map (encoder, blake2b of text) -> tokens in one SQLite file.
 
@@ -40,15 +54,11 @@ class CountCache:
         self.error: str | None = None
         self._db: sqlite3.Connection | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=5.0)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
+            self._db = open_cache_db(
+                path,
                 "CREATE TABLE IF NOT EXISTS counts (encoder TEXT NOT NULL, digest BLOB NOT NULL,"
-                " tokens INTEGER NOT NULL, PRIMARY KEY (encoder, digest)) WITHOUT ROWID"
+                " tokens INTEGER NOT NULL, PRIMARY KEY (encoder, digest)) WITHOUT ROWID",
             )
-            db.commit()
-            self._db = db
         except (sqlite3.Error, OSError) as exc:
             self.error = str(exc)
 

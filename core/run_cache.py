@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from core.counting import open_cache_db
+
 MAX_OUTPUT_BYTES = 32 << 20
 KEEP_RUNS = 200
 _BLOCK = 8 << 20
@@ -49,15 +51,11 @@ class RunCache:
     def __init__(self, path: Path) -> None:
         self._db: sqlite3.Connection | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=5.0)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
+            self._db = open_cache_db(
+                path,
                 "CREATE TABLE IF NOT EXISTS runs (key BLOB PRIMARY KEY, output BLOB NOT NULL,"
-                " report BLOB NOT NULL, used INTEGER NOT NULL DEFAULT (unixepoch()))"
+                " report BLOB NOT NULL, used INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)))",
             )
-            db.commit()
-            self._db = db
         except (sqlite3.Error, OSError):
             self._db = None
 
@@ -69,7 +67,7 @@ class RunCache:
             if row is None:
                 return None
             with self._db:
-                self._db.execute("UPDATE runs SET used = unixepoch() WHERE key = ?", (key,))
+                self._db.execute("UPDATE runs SET used = CAST(strftime('%s','now') AS INTEGER) WHERE key = ?", (key,))
         except sqlite3.Error:
             return None
         return bytes(row[0]), orjson.loads(row[1])
