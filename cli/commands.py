@@ -155,6 +155,12 @@ def run(
     if in_place and file == "-":
         raise ConfigError("--in-place needs a file, not stdin")
     to_stdout = output is None and not in_place
+    from core.fileio import same_file
+
+    if file != "-":
+        for name, target in (("--report", report), ("--output", output)):
+            if target not in (None, "-") and same_file(str(target), file):
+                raise ConfigError(f"{name} names the input file {file}", fix="use --in-place to rewrite the input")
     if report == "-" and to_stdout and not dry_run:
         raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
     settings = build_config(
@@ -201,7 +207,7 @@ def run(
     with scratch_store(settings) if dry_run else _unchanged(settings) as effective, _progress(quiet) as progress:
         result = compact_file(
             file, effective, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache,
-            graph_step=step, progress=progress,
+            graph_step=step, progress=progress, memo_ok=check_for is None,
         )
     if check_for is not None:
         _check_provider(result, check_for)
@@ -212,9 +218,10 @@ def run(
             from core.fileio import atomic_write_bytes
 
             atomic_write_bytes(report, _report_bytes(result.report))
-        typer.echo("\n".join(plan_lines(result.report)))
-        if report == "-":
+        if report == "-":  # stdout holds one thing: the plan as JSON (the report) instead of text
             sys.stdout.buffer.write(_report_bytes(result.report))
+        else:
+            typer.echo("\n".join(plan_lines(result.report)))
         return
     if working is not None and graph_out is not None:
         from core.graph import save_snapshot
@@ -278,22 +285,28 @@ def _report_bytes(report: dict[str, Any]) -> bytes:
 
 
 def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
-    import orjson
-
-    from core.fileio import atomic_write_bytes
-    from core.transcript import write_backup, write_stream, write_transcript
+    from core.fileio import StagedWrites
+    from core.transcript import backup_chunks, serialise, write_stream
 
     report_bytes = _report_bytes(result.report)
-    # The report is written first: if it cannot be, the transcript is not touched either.
-    if report not in (None, "-"):
-        atomic_write_bytes(report, report_bytes)
-    if in_place:
-        write_backup(file)
-        write_transcript(result.messages, file)
-    elif output is not None:
-        write_transcript(result.messages, str(output))
-    else:
-        write_stream(result.messages, sys.stdout.buffer)
+    staged = StagedWrites()
+    # Everything is staged, then renamed together: a failure or Ctrl-C leaves no output
+    # (no report for a transcript that was never written, no backup without its rewrite).
+    try:
+        if report not in (None, "-"):
+            staged.add(report, [report_bytes])
+        if in_place:
+            real = os.path.realpath(file)
+            staged.add(f"{real}.bak", backup_chunks(real))
+            staged.add(real, serialise(result.messages))
+        elif output is not None:
+            staged.add(output, serialise(result.messages))
+        else:
+            write_stream(result.messages, sys.stdout.buffer)
+        staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
     if report == "-":
         sys.stdout.buffer.write(report_bytes)
         sys.stdout.buffer.flush()

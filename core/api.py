@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -55,7 +56,7 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
     with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as folder:
         copy = Path(folder) / "store.sqlite"
         if Path(config.store).exists():
-            source = sqlite3.connect(f"file:{config.store}?mode=ro", uri=True)
+            source = sqlite3.connect(f"{Path(config.store).resolve().as_uri()}?mode=ro", uri=True)
             target = sqlite3.connect(copy)
             try:
                 source.backup(target)
@@ -77,10 +78,19 @@ def compact_file(
     graph_step: GraphStep | None = None,
     stdin: BinaryIO | None = None,
     progress: Progress | None = None,
+    memo_ok: bool = True,
 ) -> CompactionResult:
     """Read ``path`` (``-`` for stdin), compact it, and return the messages and the report."""
     memo = None
-    if use_cache and seams is None and graph_step is None and path != "-" and not (config.store or config.summarizer):
+    if (
+        use_cache
+        and memo_ok
+        and seams is None
+        and graph_step is None
+        and path != "-"
+        and os.path.isfile(path)  # a pipe would be used up by hashing it
+        and not (config.store or config.summarizer)
+    ):
         memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid)
         if isinstance(memo, CompactionResult):
             return memo

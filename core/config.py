@@ -12,7 +12,7 @@ import orjson
 from core import strategies
 from core.errors import ConfigError
 from core.models import DEFAULT_ENCODING, lookup_model
-from core.schemas import validator
+from core.schemas import load_schema, validator
 from core.structure import KeepRule
 
 WARNING_MARKER = "CUCA context warning:"
@@ -34,6 +34,7 @@ class StrategySpec:
             if name not in known:
                 accepted = ", ".join(known) or "no parameters"
                 raise ConfigError(f"strategy {info.name} has no parameter {name!r}", fix=f"it takes {accepted}")
+        _check_against_schema(info.name, params)
         return cls(info.name, dict(params))
 
     @classmethod
@@ -66,6 +67,18 @@ class StrategySpec:
         if not self.params:
             return self.kind
         return self.kind + ":" + ",".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def _check_against_schema(kind: str, params: dict[str, Any]) -> None:
+    """Flags get the same checks as config files: the schema's rules for each strategy's parameters."""
+    import jsonschema
+
+    rules = load_schema("config")["$defs"]["strategy"]
+    errors = list(jsonschema.Draft202012Validator(rules).iter_errors({"kind": kind, **params}))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        where = best.json_path.removeprefix("$.") or kind
+        raise ConfigError(f"strategy {kind}: {where}: {best.message}")
 
 
 _BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
@@ -128,6 +141,8 @@ class MemoryConfig:
                 "the openai summarizer needs a server and a model",
                 fix="give --summarizer-url (e.g. http://127.0.0.1:8080/v1) and --summarizer-model",
             )
+        if self.max_fraction is not None and not 0 < self.max_fraction <= 1:
+            raise ConfigError(f"max_fraction must be above 0 and at most 1, not {self.max_fraction}")
         if self.store_at_cap not in ("refuse", "evict_oldest"):
             raise ConfigError(f"unknown store_at_cap {self.store_at_cap!r}", fix="use refuse or evict_oldest")
 
@@ -240,6 +255,11 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> MemoryConf
         values["keep"] = tuple(data["keep"])
     if "require_preserved_kinds" in data:
         values["require_preserved_kinds"] = tuple(data["require_preserved_kinds"])
+    base = Path(path).parent
+    for key in ("store", "summary_prompt_file"):
+        value = values.get(key)
+        if isinstance(value, str) and not Path(value).expanduser().is_absolute():
+            values[key] = str(base / Path(value).expanduser())  # relative to the config file, not the cwd
     if "strategies" in data:
         specs = []
         for item in data["strategies"]:

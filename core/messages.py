@@ -20,6 +20,10 @@ ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = ("system", "developer")
 RESULT_ROLES = ("tool", "function")
 
+# What compact itself writes into transcripts starts with one of these.
+PLACEHOLDER_PREFIX = "[compact:"
+SUMMARY_MARKER = "CUCA summary:"
+
 # Parts a model sees as images; counted at a fixed cost (README, "Token counting").
 IMAGE_PART_TYPES = ("image_url", "image", "input_image")
 IMAGE_TOKENS = 85

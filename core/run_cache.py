@@ -19,8 +19,8 @@ import orjson
 
 from core.counting import open_cache_db
 
-MAX_OUTPUT_BYTES = 32 << 20
-KEEP_RUNS = 200
+MAX_OUTPUT_BYTES = 8 << 20
+KEEP_RUNS = 50  # at most 400 MB of memoised outputs
 _BLOCK = 8 << 20
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from core.errors import ConfigError
 from core.messages import (
+    PLACEHOLDER_PREFIX,
+    SUMMARY_MARKER,
     SYSTEM_ROLES,
     Message,
     call_ids,
@@ -179,7 +181,13 @@ def analyse(
         groups.setdefault(root, []).append(i)
 
     pinned = [False] * count
-    first_system = next((i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES), None)
+    # The first system message the user wrote: a summary, placeholder or CUCA message compact
+    # added is not it (without a system prompt, the first summary would otherwise be pinned).
+    own = (*markers, SUMMARY_MARKER, PLACEHOLDER_PREFIX)
+    first_system = next(
+        (i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES and not any(starts_with_marker(m.data, p) for p in own)),
+        None,
+    )
     if first_system is not None:
         pinned[first_system] = True
     if user_positions:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,21 +41,19 @@ class SourceFile:
 
     Holding a few integers per line instead of the file's bytes keeps a run's
     memory near the size of the parsed messages, however large the file is.
+    The descriptor is the one the lines were parsed from, so a file renamed
+    over the path meanwhile cannot slip other bytes into the output.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._fd: int | None = None
+    def __init__(self, fd: int) -> None:
+        self._fd = os.dup(fd)
+        self._closer = weakref.finalize(self, os.close, self._fd)
 
     def read(self, offset: int, length: int) -> bytes:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
         return os.pread(self._fd, length, offset)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._closer()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +116,13 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
         raw = (stdin if stdin is not None else sys.stdin.buffer).read()
         number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
     else:
-        source = SourceFile(path)
         with _open(path) as stream:
-            for offset, block in _blocks(stream):
-                number = _parse_block(transcript, block, offset, number, source, skip_invalid)
+            if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                source = SourceFile(stream.fileno())
+                for offset, block in _blocks(stream):
+                    number = _parse_block(transcript, block, offset, number, source, skip_invalid)
+            else:  # a pipe or a device (`<(...)`, /dev/stdin): read once, keep the bytes
+                number = _parse_block(transcript, stream.read(), 0, number, None, skip_invalid)
     if not transcript.messages:
         if number == 0:
             raise InputError("the file is empty; a transcript needs at least one message", path=name)
@@ -252,12 +255,10 @@ def write_transcript(messages: Iterable[Message], path: str) -> None:
     atomic_write_chunks(path, serialise(messages))
 
 
-def write_backup(path: str) -> str:
-    """Copy ``path`` to ``path.bak`` (atomically, streamed) before an in-place rewrite."""
-    backup = f"{path}.bak"
+def backup_chunks(path: str) -> Iterator[bytes]:
+    """The bytes of ``path``, streamed, for its backup before an in-place rewrite."""
     with open(path, "rb") as source:
-        atomic_write_chunks(backup, iter(lambda: source.read(READ_BLOCK), b""))
-    return backup
+        yield from iter(lambda: source.read(READ_BLOCK), b"")
 
 
 def write_stream(messages: Iterable[Message], stream: BinaryIO) -> None:

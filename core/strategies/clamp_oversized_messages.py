@@ -27,15 +27,30 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
             step = max(1, int(encoder.chars_per_token))
             head, tail = text[: head_n * step], text[len(text) - tail_n * step :] if tail_n else ""
         else:
-            head = encoder.decode(tokens[:head_n])
-            tail = encoder.decode(tokens[len(tokens) - tail_n :]) if tail_n else ""
+            head = _decode(encoder, tokens[:head_n], trim_end=True)
+            tail = _decode(encoder, tokens[len(tokens) - tail_n :], trim_end=False) if tail_n else ""
         kept = counter.count_text(head) + counter.count_text(tail)
         clamped = head + placeholders.cut(total - kept) + tail
         # Re-encoding across the joins can differ by a token or two: shrink until it fits.
         if counter.count_text(clamped) <= max_tokens:
             return clamped
         keep -= max(2, keep // 50)
-    return placeholders.cut(total).strip()
+    return None  # the limit is below the marker's own size: leave the text as it is
+
+
+def _decode(encoder: Any, tokens: list[int], *, trim_end: bool) -> str:
+    """Decode a slice cut at token boundaries; a cut inside a multi-byte character drops that character.
+
+    tiktoken decodes such a slice leniently; bpe-openai refuses it, so up to
+    three tokens at the cut are given up until the rest decodes.
+    """
+    for drop in range(4):
+        part = tokens[: len(tokens) - drop] if trim_end else tokens[drop:]
+        try:
+            return str(encoder.decode(part))
+        except ValueError:
+            continue
+    return ""
 
 
 def _clamp_content(content: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
@@ -66,6 +81,8 @@ def apply(workspace: Workspace, *, max_part_tokens: int) -> str:
         if changed:
             data = dict(message.data)
             data["content"] = content
+            if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+                continue  # nothing to gain (a limit near the marker's size)
             workspace.rewrite(position, data, f"text over {max_part_tokens} tokens clamped to head and tail")
             clamped_parts += changed
     return f"clamped {clamped_parts} text part(s) to {max_part_tokens} tokens"

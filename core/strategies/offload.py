@@ -29,13 +29,13 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
         if moved >= turns or not workspace.should_continue():
             break
         end = starts[turn + 1]
-        first = workspace.messages[start]
         took = [p for p in range(start, end) if workspace.alive(p) and not workspace.pinned(p)]
         took = [p for p in took if workspace.remove([p], f"turn {turn + 1} offloaded to the store")]
         if not took:
             continue
         moved += 1
         messages += len(took)
+        first = workspace.messages[took[0]]  # the turn's first message that went (its user message may be pinned)
         if placeholder:
             lines = [workspace.messages[p].line for p in took if workspace.messages[p].line is not None]
             where = f", lines {min(lines)}-{max(lines)}" if lines else ""

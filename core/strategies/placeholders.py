@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.messages import Message
+from core.messages import PLACEHOLDER_PREFIX, Message
 
-PREFIX = "[compact:"
+PREFIX = PLACEHOLDER_PREFIX
 
 
 def is_placeholder(message: Message) -> bool:

@@ -16,13 +16,13 @@ from typing import Any
 
 import orjson
 
-from core.messages import Message, call_arguments, call_name, starts_with_marker, tool_calls
+from core.messages import SUMMARY_MARKER, Message, call_arguments, call_name, starts_with_marker, tool_calls
 from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import SummaryRequest
 from core.summarizers.facts import PATH_KEYS, extract_facts, missing_facts
 from core.workspace import Workspace
 
-MARKER = "CUCA summary:"
+MARKER = SUMMARY_MARKER
 FILES_READ = "Files read:"
 FILES_CHANGED = "Files changed:"
 FACTS = "Kept verbatim:"

@@ -1,0 +1,465 @@
+"""Batch compaction: many transcripts, each compacted on its own, in a process pool.
+
+The unit of work is :func:`compact_one`, a pure function of a :class:`BatchTask`
+(plain, picklable data: paths, the configuration as a dict, flags). It reads
+the input, compacts it (a transcript, or a conversation-per-line dataset),
+writes the output atomically with a hash sidecar beside it, and returns a
+:class:`BatchRow`; it never raises. The process pool here and the Ray engine
+(``core.ray_engine``) both map that one function, so both give the same bytes.
+
+State: there is no module-level mutable state. A worker process keeps the
+token encoder it loaded in a per-process function cache (``_token_counter``),
+so each worker loads it once; nothing is shared between processes.
+
+Resuming: beside each output ``DIR/NAME`` a sidecar ``DIR/.NAME.compact.json``
+records the blake2b of the input bytes, of the effective settings and of the
+output. A rerun skips a task whose three hashes still match (unless forced).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import glob
+import hashlib
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from core.config import MemoryConfig, config_from_dict
+from core.counting import CountCache, MessageCounter, default_cache_path
+from core.dataset import DATASET, TRANSCRIPT, DatasetCompactor, acted, compact_dataset_lines, sniff_file
+from core.errors import CompactError, ConfigError, InputError
+from core.fileio import atomic_write_bytes, atomic_write_chunks
+from core.pipeline import BUDGET, UNLIMITED, compact
+from core.seams import Seams
+from core.tokens import EncoderChoice, TokenCounter, load_counter
+from core.transcript import LineRef, read_transcript, write_transcript
+
+BATCH_REPORT_VERSION = 1
+SIDECAR_VERSION = 1
+SIDECAR_SUFFIX = ".compact.json"
+COMPACTED = "compacted"
+UP_TO_DATE = "up_to_date"
+FAILED = "failed"
+PATTERN = ".jsonl"  # what a directory input contributes
+_BLOCK = 1 << 20
+
+OnRow = Callable[["BatchRow"], None]
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """One transcript to compact: everything a worker needs, as plain data."""
+
+    index: int
+    input: str
+    output: str
+    config: dict[str, Any]  # MemoryConfig.to_dict(); rebuilt with config_from_dict in the worker
+    settings: str  # blake2b of the effective settings (settings_digest)
+    mode: str = BUDGET
+    repair: bool = False
+    skip_invalid: bool = False
+    use_cache: bool = True
+    force: bool = False
+    size: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchTask:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """What happened to one task: a row of the batch report."""
+
+    index: int
+    input: str
+    output: str
+    status: str  # compacted | up_to_date | failed
+    kind: str | None = None  # transcript | dataset (None when it failed before reading)
+    conversations: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    strategies: dict[str, int] = field(default_factory=dict)  # conversations each strategy acted on
+    over_budget: int = 0  # conversations still over budget
+    skipped_lines: int = 0
+    error: str | None = None
+    error_type: str | None = None
+    seconds: float = 0.0
+    conversation_rows: list[dict[str, Any]] | None = None  # datasets: one row per conversation
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchRow:
+        return cls(**data)
+
+
+# -- planning ------------------------------------------------------------------------------
+
+
+def settings_digest(config: MemoryConfig, *, mode: str, repair: bool, skip_invalid: bool) -> str:
+    """The hash of everything that decides an output besides its input: config, mode, flags, version."""
+    settings = {"config": config.to_dict(), "mode": mode, "repair": repair, "skip_invalid": skip_invalid,
+                "version": package_version()}
+    return hashlib.blake2b(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS), digest_size=32).hexdigest()
+
+
+@functools.cache
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("compact-transcripts")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def plan_batch(
+    inputs: Sequence[str],
+    out: str,
+    config: MemoryConfig,
+    *,
+    mode: str = BUDGET,
+    repair: bool = False,
+    skip_invalid: bool = False,
+    use_cache: bool = True,
+    force: bool = False,
+) -> list[BatchTask]:
+    """The tasks for INPUT... (files, directories, globs): each output mirrors its input's relative path."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ConfigError("is a file, not a folder", path=out, fix="give --out a folder (it is created if missing)")
+    files = expand_inputs(inputs, out)
+    settings = settings_digest(config, mode=mode, repair=repair, skip_invalid=skip_invalid)
+    config_dict = config.to_dict()
+    inputs_real = {os.path.realpath(path) for path, _ in files}
+    tasks = []
+    for index, (path, relative) in enumerate(files):
+        output = os.path.join(out, relative)
+        if os.path.realpath(output) in inputs_real:
+            raise ConfigError(
+                f"the output {output} would overwrite an input", fix="choose an --out folder outside the inputs"
+            )
+        tasks.append(BatchTask(
+            index=index, input=path, output=output, config=config_dict, settings=settings, mode=mode,
+            repair=repair, skip_invalid=skip_invalid, use_cache=use_cache, force=force,
+            size=os.path.getsize(path),
+        ))
+    return tasks
+
+
+def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:
+    """(path, output path relative to --out) for every input file, in order, each once.
+
+    A directory contributes every ``*.jsonl`` under it (hidden names and the
+    --out folder left out); a glob its matches. Outputs are relative to the
+    common root of the inputs: a directory counts as itself, a file as its folder.
+    """
+    found: list[tuple[str, str]] = []  # (file, its root)
+    for given in inputs:
+        if glob.has_magic(given):
+            matches = sorted(glob.glob(given, recursive=True))
+            if not matches:
+                raise InputError("no file matches this pattern", path=given, fix="check the pattern (quote it so the shell leaves it alone)")
+            for match in matches:
+                found.extend(_expand_one(match, out))
+        elif not os.path.exists(given):
+            raise InputError("no such file or directory", path=given, fix="check the path")
+        else:
+            entries = _expand_one(given, out)
+            if not entries and os.path.isdir(given):
+                raise InputError(f"no {PATTERN} file in this folder", path=given, fix=f"name transcripts *{PATTERN}, or give them as files")
+            found.extend(entries)
+    unique: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for path, root in found:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            unique.append((path, root))
+    if not unique:
+        raise InputError("no transcript to compact", fix=f"give files, folders holding *{PATTERN} files, or globs")
+    common = os.path.commonpath([os.path.abspath(root) for _, root in unique])
+    return [(path, os.path.relpath(os.path.abspath(path), common)) for path, _ in unique]
+
+
+def _expand_one(path: str, out: str) -> list[tuple[str, str]]:
+    if not os.path.isdir(path):
+        return [(path, os.path.dirname(os.path.abspath(path)))]
+    out_real = os.path.realpath(out)
+    files = []
+    for folder, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and os.path.realpath(os.path.join(folder, d)) != out_real)
+        files.extend(os.path.join(folder, n) for n in sorted(names)
+                     if n.endswith(PATTERN) and not n.startswith("."))
+    return [(f, path) for f in files]
+
+
+# -- one task ------------------------------------------------------------------------------
+
+
+def compact_one(task: BatchTask) -> BatchRow:
+    """Compact one input into its output (atomically) and say how it went; never raises."""
+    started = time.perf_counter()
+    try:
+        return _compact_one(task, started)
+    except CompactError as exc:
+        return failed_row(task, str(exc), type(exc).__name__, started)
+    except Exception as exc:  # noqa: BLE001 - one bad transcript must not stop the others
+        return failed_row(task, f"{task.input}: {type(exc).__name__}: {exc}", type(exc).__name__, started)
+
+
+def failed_row(task: BatchTask, error: str, error_type: str, started: float | None = None) -> BatchRow:
+    seconds = time.perf_counter() - started if started is not None else 0.0
+    return BatchRow(index=task.index, input=task.input, output=task.output, status=FAILED,
+                    error=" ".join(error.split()), error_type=error_type, seconds=round(seconds, 4))
+
+
+def sidecar_path(output: str) -> str:
+    folder, name = os.path.split(output)
+    return os.path.join(folder, f".{name}{SIDECAR_SUFFIX}")
+
+
+def file_digest(path: str) -> str:
+    digest = hashlib.blake2b(digest_size=32)
+    try:
+        with open(path, "rb") as source:
+            for block in iter(lambda: source.read(_BLOCK), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, fix="check the path") from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a transcript file", path=path) from None
+    except PermissionError:
+        raise InputError("permission denied", path=path, fix="check the file's permissions") from None
+    return digest.hexdigest()
+
+
+def _compact_one(task: BatchTask, started: float) -> BatchRow:
+    input_hash = file_digest(task.input)
+    if not task.force:
+        row = _up_to_date(task, input_hash, started)
+        if row is not None:
+            return row
+    config = config_from_dict(task.config)
+    kind = sniff_file(task.input)
+    os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
+    counter, choice = _message_counter(config, task.use_cache)
+    seams = Seams()
+    if task.mode != UNLIMITED and (config.store or config.summarizer):
+        from core.api import open_seams
+
+        seams = open_seams(config)
+    try:
+        if kind == DATASET:
+            row = _compact_dataset(task, config, counter, choice, seams)
+        else:
+            row = _compact_transcript(task, config, counter, choice, seams)
+    finally:
+        if counter.cache is not None:
+            counter.cache.close()
+        if seams.store is not None:
+            seams.store.close()
+    row = dataclasses.replace(row, seconds=round(time.perf_counter() - started, 4))
+    sidecar = {"version": SIDECAR_VERSION, "input": task.input, "input_blake2b": input_hash,
+               "settings_blake2b": task.settings, "output_blake2b": file_digest(task.output), "row": row.to_dict()}
+    atomic_write_bytes(sidecar_path(task.output), orjson.dumps(sidecar) + b"\n")
+    return row
+
+
+def _up_to_date(task: BatchTask, input_hash: str, started: float) -> BatchRow | None:
+    try:
+        with open(sidecar_path(task.output), "rb") as handle:
+            sidecar = orjson.loads(handle.read())
+        if (sidecar.get("version") != SIDECAR_VERSION or sidecar.get("input_blake2b") != input_hash
+                or sidecar.get("settings_blake2b") != task.settings
+                or file_digest(task.output) != sidecar.get("output_blake2b")):
+            return None
+        recorded = BatchRow.from_dict(sidecar["row"])
+    except (OSError, ValueError, TypeError, KeyError, CompactError):
+        return None  # no sidecar, an unreadable one, or no output: compact again
+    return dataclasses.replace(recorded, index=task.index, input=task.input, output=task.output, status=UP_TO_DATE,
+                               seconds=round(time.perf_counter() - started, 4))
+
+
+@functools.lru_cache(maxsize=8)
+def _token_counter(encoder: str, backend: str, chars_per_token: float, implied: bool) -> tuple[TokenCounter, EncoderChoice]:
+    """The encoder, loaded once per worker process (a per-process cache, not shared state)."""
+    return load_counter(encoder, backend=backend, chars_per_token=chars_per_token, implied=implied)
+
+
+def _message_counter(config: MemoryConfig, use_cache: bool) -> tuple[MessageCounter, EncoderChoice]:
+    counter, choice = _token_counter(config.encoder_name, config.backend, config.chars_per_token, config.encoder_implied)
+    cache = CountCache(default_cache_path()) if use_cache and choice.backend != "heuristic" else None
+    return MessageCounter(counter, framing=config.framing, cache=cache), choice
+
+
+def _compact_transcript(
+    task: BatchTask, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice, seams: Seams
+) -> BatchRow:
+    transcript = read_transcript(task.input, skip_invalid=task.skip_invalid)
+    try:
+        result = compact(transcript.messages, config, counter, encoder=choice, mode=task.mode, repair=task.repair,
+                         seams=seams, source=task.input, skipped_lines=transcript.skipped_lines)
+        write_transcript(result.messages, task.output)
+    finally:
+        _close_source(transcript.messages)
+    report = result.report
+    return BatchRow(
+        index=task.index, input=task.input, output=task.output, status=COMPACTED, kind=TRANSCRIPT,
+        conversations=1,
+        messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
+        tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
+        strategies={name: 1 for name in acted(report)}, over_budget=int(bool(report["over_budget"])),
+        skipped_lines=len(report["skipped_lines"]),
+    )
+
+
+def _close_source(messages: Iterable[Any]) -> None:
+    """Close the transcript file the untouched lines are read back from (one per transcript)."""
+    for message in messages:
+        if isinstance(message.source, LineRef):
+            message.source.file.close()
+            return
+
+
+def _compact_dataset(
+    task: BatchTask, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice, seams: Seams
+) -> BatchRow:
+    compactor = DatasetCompactor(task.input, config, counter=counter, encoder=choice, mode=task.mode,
+                                 repair=task.repair, skip_invalid=task.skip_invalid, seams=seams)
+    with open(task.input, "rb") as stream:
+        atomic_write_chunks(task.output, compact_dataset_lines(stream, compactor))
+    report = compactor.report()
+    return BatchRow(
+        index=task.index, input=task.input, output=task.output, status=COMPACTED, kind=DATASET,
+        conversations=report["conversations"],
+        messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
+        tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
+        strategies=report["strategies"], over_budget=report["over_budget"],
+        skipped_lines=len(report["skipped_lines"]), conversation_rows=report["rows"],
+    )
+
+
+# -- the process pool ----------------------------------------------------------------------
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def run_pool(
+    tasks: Sequence[BatchTask], *, jobs: int, fail_fast: bool = False, on_row: OnRow | None = None
+) -> list[BatchRow]:
+    """Run ``compact_one`` over ``tasks`` in ``jobs`` processes; the rows in the order they finished.
+
+    At most ``jobs`` tasks are submitted at a time (a sliding window), so at
+    most ``jobs`` transcripts are in memory. Largest inputs go first, so the
+    last ones to finish are short. With ``fail_fast`` nothing new starts after
+    the first failure (the running ones finish). A worker that dies (killed,
+    out of memory) fails the tasks it was running; the others go on.
+    """
+    queue = sorted(tasks, key=lambda t: (-t.size, t.index))
+    queue.reverse()  # pop() from the end: largest first
+    rows: list[BatchRow] = []
+    running: dict[Future[BatchRow], BatchTask] = {}
+    # spawn: workers start clean (no inherited threads, locks or state) and import what they need.
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    stop = False
+    try:
+        while True:
+            while not stop and queue and len(running) < jobs:
+                task = queue.pop()
+                running[pool.submit(compact_one, task)] = task
+            if not running:
+                break
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken = False
+            for future in sorted(done, key=lambda f: running[f].index):
+                task = running.pop(future)
+                try:
+                    row = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    row = failed_row(task, f"{task.input}: the worker process died (killed, or out of memory)",
+                                     "BrokenProcessPool")
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+                if fail_fast and row.status == FAILED:
+                    stop = True
+            if broken and not stop:
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return rows
+
+
+# -- the report ----------------------------------------------------------------------------
+
+
+def batch_report(
+    tasks: Sequence[BatchTask],
+    rows: Iterable[BatchRow],
+    *,
+    config: MemoryConfig,
+    out: str,
+    engine: str,
+    jobs: int | None,
+    seconds: float,
+) -> dict[str, Any]:
+    """The aggregated report (schemas/batch-report.schema.json): a row per input and the totals."""
+    ordered = sorted(rows, key=lambda r: r.index)
+    done = [r for r in ordered if r.status != FAILED]
+    strategies: dict[str, int] = {}
+    for row in done:
+        for name, count in row.strategies.items():
+            strategies[name] = strategies.get(name, 0) + count
+    first = tasks[0] if tasks else None
+    totals = {
+        "inputs": len(tasks),
+        "compacted": sum(1 for r in ordered if r.status == COMPACTED),
+        "up_to_date": sum(1 for r in ordered if r.status == UP_TO_DATE),
+        "failed": sum(1 for r in ordered if r.status == FAILED),
+        "not_run": len(tasks) - len(ordered),
+        "conversations": sum(r.conversations for r in done),
+        "messages_before": sum(r.messages_before for r in done),
+        "messages_after": sum(r.messages_after for r in done),
+        "tokens_before": sum(r.tokens_before for r in done),
+        "tokens_after": sum(r.tokens_after for r in done),
+        "over_budget": sum(r.over_budget for r in done),
+        "strategies": strategies,
+        "seconds": round(seconds, 3),
+    }
+    return {
+        "version": BATCH_REPORT_VERSION,
+        "kind": "batch",
+        "engine": engine,
+        "jobs": jobs,
+        "out": out,
+        "mode": first.mode if first else BUDGET,
+        "settings_blake2b": first.settings if first else None,
+        "config": config.to_dict(),
+        "totals": totals,
+        "rows": [r.to_dict() for r in ordered],
+    }

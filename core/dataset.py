@@ -1,0 +1,256 @@
+"""Conversation-per-line datasets: JSONL whose every line is one whole conversation.
+
+A line is an object with a ``messages`` list of chat messages beside any other
+fields (``{"task_id": 3, "reward": 1.0, "messages": [...]}``, as training sets
+and evaluation logs keep them). Each conversation is compacted on its own
+budget with :func:`core.pipeline.compact`; the other fields are kept, in their
+order, and a conversation nothing changed is written back as its original
+line bytes. The report sums the conversations and holds a row per
+conversation.
+
+With ``skip_invalid`` a line that is not a valid conversation (malformed
+JSON, or any invalid message in it) is kept verbatim and listed in
+``skipped_lines``; otherwise it is an error naming the line and the message.
+
+Detection looks at the first non-blank line only: an object with a list
+``messages`` and no ``role`` is a dataset; anything else is read as a
+transcript (one message per line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, BinaryIO
+
+import orjson
+
+from core.config import MemoryConfig
+from core.counting import MessageCounter
+from core.errors import InputError
+from core.messages import Message
+from core.pipeline import BUDGET, compact
+from core.seams import Seams
+from core.tokens import EncoderChoice
+from core.transcript import _check_message  # the transcript reader's own message checks
+
+DATASET = "dataset"
+TRANSCRIPT = "transcript"
+DATASET_REPORT_VERSION = 1
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def looks_like_dataset(line: bytes | str) -> bool:
+    """True when ``line`` is an object with a list ``messages`` and no ``role``."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get("messages"), list) and "role" not in data
+
+
+def sniff_file(path: str) -> str:
+    """``dataset`` or ``transcript``, from the file's first non-blank line."""
+    with open(path, "rb") as stream:
+        return sniff_stream(stream)
+
+
+def sniff_stream(stream: BinaryIO) -> str:
+    for _, line in iter_lines(stream):
+        return DATASET if looks_like_dataset(line) else TRANSCRIPT
+    return TRANSCRIPT
+
+
+def sniff_bytes(data: bytes) -> str:
+    for _, line in iter_lines(data.splitlines(keepends=True)):
+        return DATASET if looks_like_dataset(line) else TRANSCRIPT
+    return TRANSCRIPT
+
+
+def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, line without its line end) of the non-blank lines; a leading BOM is dropped."""
+    for number, line in enumerate(lines, start=1):
+        if number == 1 and line.startswith(_UTF8_BOM):
+            line = line[len(_UTF8_BOM):]
+        line = line.rstrip(b"\r\n")
+        if line.strip():
+            yield number, line
+
+
+class DatasetCompactor:
+    """Compacts the conversations of one dataset, line by line, and sums up what it did.
+
+    Only one conversation is in memory at a time: feed it lines with
+    :meth:`line` and write what it returns; :meth:`report` gives the summary.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config: MemoryConfig,
+        *,
+        counter: MessageCounter,
+        encoder: EncoderChoice,
+        mode: str = BUDGET,
+        repair: bool = False,
+        skip_invalid: bool = False,
+        seams: Seams | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.counter = counter
+        self.encoder = encoder
+        self.mode = mode
+        self.repair = repair
+        self.skip_invalid = skip_invalid
+        self.seams = seams
+        self.rows: list[dict[str, Any]] = []
+        self.skipped_lines: list[dict[str, Any]] = []
+
+    def line(self, number: int, raw: bytes) -> bytes:
+        """The output bytes (without a line end) for the conversation on line ``number``."""
+        try:
+            conversation = _parse_conversation(raw, self.name, number)
+            messages = self._messages(conversation, number)
+        except InputError as exc:
+            if not self.skip_invalid:
+                raise
+            self.skipped_lines.append({"line": number, "error": exc.what})
+            return raw
+        if not messages:
+            self.rows.append(_row(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
+            return raw
+        result = compact(
+            messages, self.config, self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
+            seams=self.seams, source=f"{self.name}:{number}",
+        )
+        report = result.report
+        changed = not (
+            report["prompt_cache"]["prefix_messages"] == len(messages) == len(result.messages)
+        )
+        self.rows.append(_row(
+            number,
+            report["before"]["messages"], report["after"]["messages"],
+            report["before"]["tokens"], report["after"]["tokens"],
+            changed=changed, over_budget=bool(report["over_budget"]), strategies=acted(report),
+        ))
+        if not changed:
+            return raw
+        out = dict(conversation)  # replacing a key's value keeps its place among the others
+        out["messages"] = [m.data for m in result.messages]
+        return orjson.dumps(out)
+
+    def _messages(self, conversation: dict[str, Any], number: int) -> list[Message]:
+        messages = []
+        for index, data in enumerate(conversation["messages"], start=1):
+            if not isinstance(data, dict):
+                raise InputError(f"message {index} is {_kind(data)}, not a message object",
+                                 path=self.name, line=number)
+            try:
+                _check_message(data, self.name, number)
+            except InputError as exc:
+                raise InputError(f"message {index}: {exc.what}", path=self.name, line=number, fix=exc.fix) from None
+            messages.append(Message(data=data, line=index))
+        return messages
+
+    def report(self) -> dict[str, Any]:
+        rows = self.rows
+        strategies: dict[str, int] = {}
+        for row in rows:
+            for name in row["strategies"]:
+                strategies[name] = strategies.get(name, 0) + 1
+        return {
+            "version": DATASET_REPORT_VERSION,
+            "kind": DATASET,
+            "input": self.name,
+            "mode": self.mode,
+            "encoder": {"requested": self.encoder.requested, "encoding": self.encoder.encoding,
+                        "backend": self.encoder.backend, "fallback": self.encoder.fallback_reason},
+            "conversations": len(rows),
+            "changed": sum(1 for r in rows if r["changed"]),
+            "over_budget": sum(1 for r in rows if r["over_budget"]),
+            "before": {"messages": sum(r["messages_before"] for r in rows),
+                       "tokens": sum(r["tokens_before"] for r in rows)},
+            "after": {"messages": sum(r["messages_after"] for r in rows),
+                      "tokens": sum(r["tokens_after"] for r in rows)},
+            "strategies": strategies,
+            "skipped_lines": list(self.skipped_lines),
+            "rows": list(rows),
+        }
+
+
+def acted(report: dict[str, Any]) -> list[str]:
+    """The strategies that changed something in a CompressionReport, in the order they first acted."""
+    names: dict[str, None] = {}
+    for action in report["actions"]:
+        if action["error"] is None:
+            names.setdefault(action["strategy"], None)
+    return list(names)
+
+
+def compact_dataset_lines(
+    lines: Iterable[bytes], compactor: DatasetCompactor
+) -> Iterator[bytes]:
+    """The output chunks (each line and its line end) for the raw lines of a dataset file."""
+    seen = False
+    for number, raw in iter_lines(lines):
+        seen = True
+        yield compactor.line(number, raw)
+        yield b"\n"
+    if not seen:
+        raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
+
+
+def compact_dataset_bytes(
+    data: bytes,
+    name: str,
+    config: MemoryConfig,
+    *,
+    counter: MessageCounter,
+    encoder: EncoderChoice,
+    mode: str = BUDGET,
+    repair: bool = False,
+    skip_invalid: bool = False,
+    seams: Seams | None = None,
+) -> tuple[bytes, dict[str, Any]]:
+    """Compact every conversation of a dataset held in memory: (output bytes, dataset report)."""
+    compactor = DatasetCompactor(name, config, counter=counter, encoder=encoder, mode=mode, repair=repair,
+                                 skip_invalid=skip_invalid, seams=seams)
+    output = b"".join(compact_dataset_lines(data.splitlines(keepends=True), compactor))
+    return output, compactor.report()
+
+
+def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {str(exc.msg).split(':')[0]}", path=name, line=number,
+                         column=exc.colno, fix="each line must be one complete JSON object") from None
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list) or "role" in data:
+        raise InputError(
+            f"{_kind(data)}, not a conversation", path=name, line=number,
+            fix='each line of a dataset must be an object with a "messages" list (and no "role")',
+        )
+    return data
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object without a messages list" if "role" not in value else "a single message"
+    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return kinds.get(type(value), "null")
+
+
+def _row(
+    line: int, messages_before: int, messages_after: int, tokens_before: int, tokens_after: int, *,
+    changed: bool, over_budget: bool, strategies: list[str],
+) -> dict[str, Any]:
+    return {
+        "line": line,
+        "messages_before": messages_before,
+        "messages_after": messages_after,
+        "tokens_before": tokens_before,
+        "tokens_after": tokens_after,
+        "changed": changed,
+        "over_budget": over_budget,
+        "strategies": strategies,
+    }

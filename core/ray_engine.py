@@ -1,0 +1,131 @@
+"""The Ray engine: the batch's ``compact_one``, mapped over a Ray Data dataset of tasks.
+
+Install it with ``pip install 'compact-transcripts[ray]'``. A Ray Data dataset
+holds one row per task (the task as JSON bytes); ``map_batches`` runs
+:func:`compact_batch` on the workers, which calls :func:`core.batch.compact_one`
+for each task — the very function the process pool runs, so the outputs are
+byte for byte the same. Each worker reads its input and writes its output and
+sidecar itself, so on a cluster every node must see the inputs and ``--out`` at
+the same paths (a shared filesystem); only the small report rows come back to
+the driver, as they finish, in any order.
+
+Without an address a local Ray instance is started for the run (``jobs`` CPUs,
+no dashboard) and stopped at the end; with one (``auto``, ``HOST:6379`` or
+``ray://HOST:10001``) the run joins that cluster and leaves it running.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from core.batch import FAILED, BatchRow, BatchTask, OnRow, compact_one
+from core.errors import ConfigError
+
+MAX_BLOCKS = 10_000
+INSTALL_FIX = "install the extra: pip install 'compact-transcripts[ray]'"
+
+
+def ray_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ray") is not None
+
+
+def compact_batch(batch: dict[str, Any]) -> dict[str, list[bytes]]:
+    """Ray Data UDF: a batch of tasks (JSON bytes) -> their report rows (JSON bytes)."""
+    rows = []
+    for payload in batch["task"]:
+        task = BatchTask.from_dict(orjson.loads(bytes(payload)))
+        rows.append(orjson.dumps(compact_one(task).to_dict()))
+    return {"row": rows}
+
+
+def run_ray(
+    tasks: Sequence[BatchTask],
+    *,
+    address: str | None = None,
+    jobs: int | None = None,
+    fail_fast: bool = False,
+    on_row: OnRow | None = None,
+) -> list[BatchRow]:
+    """Run every task on Ray; the rows in the order they finished (``fail_fast``: stop at the first failure)."""
+    ray = _import_ray()
+    started_here = not ray.is_initialized()
+    if started_here:
+        _init(ray, address, jobs)
+    rows: list[BatchRow] = []
+    try:
+        for row in _rows(ray, tasks, jobs):
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+            if fail_fast and row.status == FAILED:
+                break
+    finally:
+        if started_here:
+            ray.shutdown()
+    return rows
+
+
+def _rows(ray: Any, tasks: Sequence[BatchTask], jobs: int | None) -> Iterator[BatchRow]:
+    if not tasks:
+        return
+    import ray.data
+
+    with warnings.catch_warnings():
+        # Ray's DataContext warns about its own deprecated defaults (use_push_based_shuffle, in 2.60).
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.")
+        context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the CLI draws its own bar
+    context.enable_auto_log_stats = False
+    largest_first = sorted(tasks, key=lambda t: (-t.size, t.index))
+    items = [{"task": orjson.dumps(t.to_dict())} for t in largest_first]
+    # One task per block up to MAX_BLOCKS (fine-grained balancing and progress), then a few per block.
+    dataset = ray.data.from_items(items, override_num_blocks=min(len(items), MAX_BLOCKS))
+    mapped = dataset.map_batches(compact_batch, batch_size=1, batch_format="numpy", num_cpus=1, **_at_most(ray, jobs))
+    for batch in mapped.iter_batches(batch_size=1, batch_format="numpy", prefetch_batches=0):
+        for payload in batch["row"]:
+            yield BatchRow.from_dict(orjson.loads(bytes(payload)))
+
+
+def _at_most(ray: Any, jobs: int | None) -> dict[str, Any]:
+    """map_batches' cap on concurrent tasks: ``compute`` since Ray 2.51, ``concurrency`` before."""
+    if jobs is None:
+        return {}
+    strategy = getattr(ray.data, "TaskPoolStrategy", None)
+    if strategy is not None and "size" in inspect.signature(strategy).parameters:
+        return {"compute": strategy(size=jobs)}
+    return {"concurrency": jobs}
+
+
+def _init(ray: Any, address: str | None, jobs: int | None) -> None:
+    # Ray's own notices (token auth, progress bars off) would clutter the run; its errors still show.
+    for name in ("ray", "ray.data"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if address:
+        options["address"] = address
+    else:
+        from core.batch import default_jobs
+
+        options.update(num_cpus=jobs or default_jobs(), include_dashboard=False)
+    try:
+        ray.init(**options)
+    except ConnectionError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc}",
+                          fix="check --ray-address (auto, HOST:6379 or ray://HOST:10001) and that the cluster is up") from None
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data  # noqa: F401 - the [data] extra
+    except ImportError:
+        raise ConfigError("--engine ray needs Ray Data, which is not installed", fix=INSTALL_FIX) from None
+    return ray
