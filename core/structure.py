@@ -7,7 +7,8 @@ must go together (a call with its results) and which may not go at all.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from core.errors import ConfigError
@@ -122,6 +123,21 @@ class Structure:
         return self.groups[self.group_of[position]]
 
 
+# The legacy `function_call` has no id: a `function` message answers the nearest one before it.
+LEGACY_CALL = "function_call"
+
+
+def _call_keys(data: Mapping[str, Any]) -> list[str]:
+    keys = call_ids(data)
+    if data.get("role") == "assistant" and isinstance(data.get("function_call"), Mapping):
+        keys.append(LEGACY_CALL)
+    return keys
+
+
+def _result_keys(data: Mapping[str, Any]) -> list[str]:
+    return [LEGACY_CALL] if data.get("role") == "function" else result_ids(data)
+
+
 def analyse(
     messages: Sequence[Message],
     *,
@@ -149,11 +165,11 @@ def analyse(
     orphan_results: list[int] = []
     all_calls: list[tuple[int, str]] = []
     for i, message in enumerate(messages):
-        for cid in call_ids(message.data):
+        for cid in _call_keys(message.data):
             latest_call[cid] = i
             results_of_call.setdefault((i, cid), [])
             all_calls.append((i, cid))
-        for rid in result_ids(message.data):
+        for rid in _result_keys(message.data):
             owner = latest_call.get(rid)
             if owner is None:
                 orphan_results.append(i)

@@ -110,7 +110,7 @@ class Workspace:
         self.strategy = strategy
         self.pass_number = pass_number
         self._outcome = StepOutcome()
-        self._originals: list[tuple[Message, int]] = []
+        self._originals: dict[int, tuple[Message, int]] = {}  # position -> (message before the step, turn)
         self._inserted: dict[int, list[Message]] = {}
         # Rewrites of content alone keep the structure; only removals, insertions and rewrites
         # of roles or tool calls make end() recompute it.
@@ -123,7 +123,7 @@ class Workspace:
         del self.ledger[self._ledger_mark :]
         self._set_messages(self._snapshot)
         self._outcome = StepOutcome()
-        self._originals = []
+        self._originals = {}
         self._inserted = {}
         self._reshaped = False
 
@@ -136,7 +136,7 @@ class Workspace:
         outcome = self._outcome
         outcome.detail = detail
         if self.seams.store is not None and self._originals:
-            self.seams.store.offload(offload_items(self._originals, self.source))
+            self.seams.store.offload(offload_items(list(self._originals.values()), self.source))
             outcome.offloaded = len(self._originals)
         if self.removed or self._inserted or self._reshaped:
             survivors: list[Message] = []
@@ -217,7 +217,7 @@ class Workspace:
         if self.structure.pinned[position]:
             raise ValueError("a pinned message cannot be rewritten")
         before = self.messages[position]
-        self._originals.append((before, self.structure.turn_of[position]))
+        self._originals.setdefault(position, (before, self.structure.turn_of[position]))
         if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS):
             self._reshaped = True
         after = self.counter.count_message(before.rewritten(data))
@@ -232,7 +232,7 @@ class Workspace:
 
     def _drop(self, position: int, reason: str) -> None:
         message = self.messages[position]
-        self._originals.append((message, self.structure.turn_of[position]))
+        self._originals.setdefault(position, (message, self.structure.turn_of[position]))
         self.removed.add(position)
         if self.structure.counted[position]:
             self.live_messages -= 1

@@ -245,3 +245,18 @@ def test_a_placeholder_never_makes_a_result_bigger(samples, tmp_path) -> None:  
     invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "8000", "--report", str(report))
     ledger = json.loads(report.read_text())["removed"]
     assert all(e["tokens_after"] < e["tokens_before"] for e in ledger if e["action"] == "rewritten")
+
+
+def test_legacy_function_calls_stay_with_their_results() -> None:
+    messages = [
+        msg("system", "s"),
+        msg("user", "u1"),
+        {"role": "assistant", "content": None, "function_call": {"name": "get", "arguments": "{}"}},
+        {"role": "function", "name": "get", "content": "42"},
+        msg("assistant", "It is 42."),
+        msg("user", "u2"),
+    ]
+    out = run_core(messages, max_messages=4, strategies=["sliding_window:keep_messages=4"])
+    # Keeping 4 would split the call (line 3) from its result (line 4): the exchange goes whole.
+    assert out.report["orphans"] == {"results": [], "calls": []}
+    assert lines_of(out) == [1, 5, 6]
