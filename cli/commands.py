@@ -150,6 +150,11 @@ def run(
 
     if full and unlimited:
         raise ConfigError("--full and --unlimited are mutually exclusive", fix="give one of them")
+    if check_for is not None:
+        from core.provider_check import PROVIDERS
+
+        if check_for not in PROVIDERS:  # checked before anything runs (a summarizer may cost money)
+            raise ConfigError(f"unknown provider {check_for!r} for --check-for", fix=f"use one of {', '.join(PROVIDERS)}")
     if in_place and output is not None:
         raise ConfigError("--in-place and --output are mutually exclusive", fix="give one of them")
     if in_place and file == "-":

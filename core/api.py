@@ -53,16 +53,24 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
     if not config.store:
         yield config
         return
+    from core.store import OffloadStore, StoreError
+
+    real = Path(config.store)
     with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as folder:
         copy = Path(folder) / "store.sqlite"
-        if Path(config.store).exists():
-            source = sqlite3.connect(f"{Path(config.store).resolve().as_uri()}?mode=ro", uri=True)
+        if real.exists():
+            OffloadStore.open(real, create=False).close()  # the real run's checks: a bad store is an error
+            source = sqlite3.connect(f"{real.resolve().as_uri()}?mode=ro", uri=True)
             target = sqlite3.connect(copy)
             try:
                 source.backup(target)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot read the store: {exc}", path=str(real)) from None
             finally:
                 source.close()
                 target.close()
+        elif not real.parent.is_dir():
+            raise StoreError("the store's folder does not exist", path=str(real), fix="create the folder first")
         yield dataclasses.replace(config, store=str(copy))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -143,6 +144,12 @@ class MemoryConfig:
             )
         if self.max_fraction is not None and not 0 < self.max_fraction <= 1:
             raise ConfigError(f"max_fraction must be above 0 and at most 1, not {self.max_fraction}")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+            # Never echo the value: a key pasted here by mistake must not reach the terminal.
+            raise ConfigError(
+                "--api-key-env must be the NAME of an environment variable (letters, digits, _), not a key",
+                fix="e.g. --api-key-env OPENAI_API_KEY, with the key in that variable",
+            )
         if self.store_at_cap not in ("refuse", "evict_oldest"):
             raise ConfigError(f"unknown store_at_cap {self.store_at_cap!r}", fix="use refuse or evict_oldest")
 

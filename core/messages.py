@@ -178,3 +178,10 @@ def content_handle(data: Mapping[str, Any]) -> str:
     """The store's handle for a message: a hash of its canonical JSON (same content, same handle)."""
     digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
     return f"off_{digest[:16]}"
+
+
+def written_by_compact(message: Message) -> bool:
+    """A summary or placeholder compact put in a transcript (never summarized or offloaded again)."""
+    return message.role == "system" and (
+        starts_with_marker(message.data, SUMMARY_MARKER) or starts_with_marker(message.data, PLACEHOLDER_PREFIX)
+    )

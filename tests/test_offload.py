@@ -81,3 +81,34 @@ def test_the_summary_cache_makes_a_rerun_ask_nothing(chat_server: Any, samples: 
     second = invoke(*args)
     assert len(chat_server.requests) == 1  # answered from the store
     assert second.stdout == first.stdout
+
+
+def test_placeholders_and_summaries_are_never_offloaded_or_summarized_again(samples: Path, tmp_path: Path) -> None:
+    from tests.helpers import msg, write_messages
+
+    messages = [msg("system", "s")]
+    for turn in range(8):
+        messages += [msg("user", f"ticket {turn} " * 30), msg("assistant", f"done {turn} " * 30)]
+    source = write_messages(tmp_path / "in.jsonl", messages)
+    store = tmp_path / "s.sqlite"
+    args = ["--store", str(store), "--summarizer", "extractive", "--strategy", "offload:turns=2",
+            "--strategy", "summarize:turns=3", "--keep", "match:^ticket 0 ", "--max-tokens", "600"]
+    first = invoke(str(source), *args)
+    out = read_messages(first.stdout)
+    for message in out:
+        assert not message["content"].startswith("[compact: turn") or '"[compact:' not in message["content"]
+        assert "- note: CUCA summary" not in message["content"]
+    again = tmp_path / "again.jsonl"
+    again.write_text(first.stdout)
+    second = invoke(str(again), *args)
+    assert second.stdout == first.stdout  # a second run at the same budget changes nothing
+
+
+def test_offload_placeholder_counts_every_message_that_went(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    report = tmp_path / "r.json"
+    result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "60000", "--store", str(store),
+                    "--strategy", "offload:turns=1", "--report", str(report))
+    placeholder = next(m["content"] for m in read_messages(result.stdout) if m["content"].startswith("[compact: turn"))
+    removed = [e for e in json.loads(report.read_text())["removed"] if e["strategy"] == "offload" and e["pass"] == 1]
+    assert f"({len(removed)} messages, lines {min(e['line'] for e in removed)}-{max(e['line'] for e in removed)})" in placeholder

@@ -171,3 +171,36 @@ def test_openai_needs_a_url_and_a_model(samples: Path) -> None:
     result_ = invoke(seed(samples), "--summarizer", "openai")
     assert result_.exit_code == 2
     assert "the openai summarizer needs a server and a model" in result_.stderr
+
+
+def test_a_server_echoing_the_key_late_in_a_long_error_leaks_none_of_it(chat_server: Any, samples: Path, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    chat_server.fail(401, "x" * 190 + f" Bearer {KEY} was refused")
+    report = tmp_path / "r.json"
+    result_ = invoke(seed(samples), "--max-messages", "6", *llm_args(chat_server), "--report", str(report))
+    everything = result_.stdout + result_.stderr + report.read_text()
+    assert KEY[:10] not in everything
+
+
+def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it(samples: Path) -> None:
+    result_ = invoke(seed(samples), "--summarizer", "extractive", "--api-key-env", KEY)
+    assert result_.exit_code == 2
+    assert "must be the NAME of an environment variable" in result_.stderr
+    assert KEY not in result_.stderr
+
+
+def test_an_oversized_model_reply_is_retried_then_cut_to_the_budget(chat_server: Any, tmp_path: Path) -> None:
+    from core.counting import MessageCounter
+
+    chat_server.default = lambda request: "<summary topic=\"t\" compressed-from-turns=\"1-1\">" + "word " * 3000 + "</summary>\n## Preserved Kinds: decision, rationale"
+    messages = [msg("system", "s")] + [m for i in range(6) for m in (msg("user", f"question {i} " * 300), msg("assistant", f"answer {i} " * 300))] + [msg("user", "last")]
+    report = tmp_path / "r.json"
+    result_ = invoke(str(write_messages(tmp_path / "in.jsonl", messages)), "--max-tokens", "3000", "--strategy",
+                     "summarize:turns=5,max_tokens=500", *llm_args(chat_server), "--report", str(report))
+    body = chat_server.requests[0][1]
+    assert body["max_tokens"] == 500
+    assert len(chat_server.requests) == 2  # the first reply was too long: asked once more
+    summary = read_messages(result_.stdout)[1]["content"]
+    counter, _ = shared_counter()
+    assert MessageCounter(counter).count_text(summary) < 700  # the 500-token body plus the header lines

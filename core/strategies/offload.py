@@ -8,7 +8,7 @@ recall it by and a short digest; `placeholder=false` leaves none.
 
 from __future__ import annotations
 
-from core.messages import Message, content_handle, content_text
+from core.messages import Message, content_handle, content_text, has_text, written_by_compact
 from core.strategies.base import Param, StrategyInfo
 from core.strategies.placeholders import PREFIX
 from core.workspace import Workspace
@@ -29,23 +29,32 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
         if moved >= turns or not workspace.should_continue():
             break
         end = starts[turn + 1]
-        took = [p for p in range(start, end) if workspace.alive(p) and not workspace.pinned(p)]
-        took = [p for p in took if workspace.remove([p], f"turn {turn + 1} offloaded to the store")]
-        if not took:
+        before = set(workspace.removed)
+        for position in range(start, end):
+            message = workspace.messages[position]
+            # Placeholders and summaries compact wrote stay: offloading them would chain pointers.
+            if workspace.alive(position) and not workspace.pinned(position) and not written_by_compact(message):
+                workspace.remove([position], f"turn {turn + 1} offloaded to the store")
+        gone = sorted(workspace.removed - before)  # with the calls and results paired to them
+        if not gone:
             continue
         moved += 1
-        messages += len(took)
-        first = workspace.messages[took[0]]  # the turn's first message that went (its user message may be pinned)
+        messages += len(gone)
         if placeholder:
-            lines = [workspace.messages[p].line for p in took if workspace.messages[p].line is not None]
-            where = f", lines {min(lines)}-{max(lines)}" if lines else ""
-            text = (
-                f"{PREFIX} turn {turn + 1} offloaded ({len(took)} messages{where}); "
-                f"recall: compact recall --id {content_handle(first.data)}; "
-                f'asked: "{_digest(content_text(first.data))}"]'
-            )
-            workspace.insert(start, Message(data={"role": "system", "content": text}))
+            workspace.insert(start, Message(data={"role": "system", "content": _placeholder(workspace, turn, gone)}))
     return f"offloaded {moved} turn(s), {messages} message(s), to the store"
+
+
+def _placeholder(workspace: Workspace, turn: int, gone: list[int]) -> str:
+    lines = [workspace.messages[p].line for p in gone if workspace.messages[p].line is not None]
+    where = f", lines {min(lines)}-{max(lines)}" if lines else ""  # type: ignore[type-var]
+    first = workspace.messages[gone[0]]
+    asked = next((content_text(workspace.messages[p].data) for p in gone if has_text(workspace.messages[p].data)), "")
+    return (
+        f"{PREFIX} turn {turn + 1} offloaded ({len(gone)} messages{where}); "
+        f"recall: compact recall --id {content_handle(first.data)}; "
+        f'asked: "{_digest(asked)}"]'
+    )
 
 
 STRATEGY = StrategyInfo(

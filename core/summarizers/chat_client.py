@@ -154,17 +154,19 @@ class ChatClient:
 
     def _send(self, payload: bytes) -> _Reply:
         """One POST. Never raises for network or HTTP trouble: returns what happened."""
-        request = urllib.request.Request(
-            self.endpoint, data=payload, headers=self._headers(), method="POST"
-        )
+        headers = self._headers()
+        # Scrub the key from whatever comes back before any of it is cut into a message:
+        # a server that echoes the request must not leak half a key past the redaction.
+        key = headers.get("Authorization", "").removeprefix("Bearer ").encode()
+        request = urllib.request.Request(self.endpoint, data=payload, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return _Reply(status=response.status, body=response.read())
+                return _Reply(status=response.status, body=_scrub_bytes(response.read(), key))
         except urllib.error.HTTPError as error:
             with error:
                 return _Reply(
                     status=error.code,
-                    body=_read_quietly(error),
+                    body=_scrub_bytes(_read_quietly(error), key),
                     retry_after=_retry_after(error.headers.get("Retry-After")),
                 )
         except urllib.error.URLError as error:
@@ -330,6 +332,10 @@ def _snippet(text: bytes | str) -> str:
     if not text:
         return "(empty body)"
     return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
+
+
+def _scrub_bytes(body: bytes, key: bytes) -> bytes:
+    return body.replace(key, b"[redacted]") if key else body
 
 
 def _scrub(text: str, key: str) -> str:

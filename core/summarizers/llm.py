@@ -7,6 +7,7 @@ with a stricter prompt naming what is missing (quality retry).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,8 +31,10 @@ class LLMSummarizer:
         prompt_hash = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
         return f"openai:{self.client.model}:{prompt_hash}"
 
-    def problems(self, text: str, request: SummaryRequest) -> list[str]:
+    def problems(self, text: str, request: SummaryRequest, counter: MessageCounter | None = None) -> list[str]:
         found: list[str] = []
+        if counter is not None and counter.count_text(text) > request.max_tokens:
+            found.append(f"keep the whole summary under {request.max_tokens} tokens")
         kinds = preserved_kinds(text)
         if kinds is None:
             found.append("end with the line `## Preserved Kinds: ...`")
@@ -47,17 +50,23 @@ class LLMSummarizer:
         return found
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        text = self.client.complete(chat_messages(self.prompt, request)).strip()
+        # The server is asked for at most the summary's budget; a longer reply is retried, then cut.
+        client = dataclasses.replace(self.client, max_tokens=request.max_tokens)
+        text = client.complete(chat_messages(self.prompt, request)).strip()
         if not text:
             raise SummarizerError("the summarizer answered with an empty summary")
         attempts = 1
-        problems = self.problems(text, request)
+        problems = self.problems(text, request, counter)
         if problems and self.quality_retry:
-            retried = self.client.complete(chat_messages(self.prompt, request, problems)).strip()
+            retried = client.complete(chat_messages(self.prompt, request, problems)).strip()
             attempts = 2
-            if retried and len(self.problems(retried, request)) <= len(problems):
+            if retried and len(self.problems(retried, request, counter)) <= len(problems):
                 text = retried
-            problems = self.problems(text, request)
+            problems = self.problems(text, request, counter)
+        if counter.count_text(text) > request.max_tokens:
+            from core.strategies.clamp_oversized_messages import clamp_text
+
+            text = clamp_text(text, request.max_tokens, counter) or text
         return SummaryResult(
             text=text,
             by=f"openai:{self.client.model}",
