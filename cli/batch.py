@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -12,9 +13,28 @@ from typing import Annotated, Any, Optional
 import typer
 
 from cli.commands import (
-    ApiKeyEnvOpt, BackendOpt, CharsOpt, ConfigOpt, EncoderOpt, FramingOpt, KeepOpt, MaxFractionOpt,
-    MaxMessagesOpt, MaxTokensOpt, ModelOpt, QualityRetryOpt, StoreOpt, StrategyOpt, SummarizerModelOpt,
-    SummarizerOpt, SummarizerUrlOpt, SummaryPromptOpt, TurnsOpt, WarnOpt, WindowOpt, build_config,
+    ApiKeyEnvOpt,
+    BackendOpt,
+    CharsOpt,
+    ConfigOpt,
+    EncoderOpt,
+    FramingOpt,
+    KeepOpt,
+    MaxFractionOpt,
+    MaxMessagesOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    QualityRetryOpt,
+    StoreOpt,
+    StrategyOpt,
+    SummarizerModelOpt,
+    SummarizerOpt,
+    SummarizerUrlOpt,
+    SummaryPromptOpt,
+    TurnsOpt,
+    WarnOpt,
+    WindowOpt,
+    build_config,
 )
 from core.errors import EXIT_CHECK_FAILED, ConfigError
 
@@ -96,6 +116,10 @@ def batch(
     mode = FULL if full else UNLIMITED if unlimited else BUDGET
     tasks = plan_batch(inputs, str(out), settings, mode=mode, repair=repair, skip_invalid=skip_invalid,
                        use_cache=not no_cache, force=force)
+    if report not in (None, "-"):
+        named = {os.path.realpath(path) for task in tasks for path in (task.input, task.output)}
+        if os.path.realpath(report) in named:
+            raise ConfigError(f"--report {report} names an input or an output", fix="write the report elsewhere")
     if engine == "pool" and jobs is None:
         jobs = default_jobs()
     started = time.perf_counter()
@@ -165,7 +189,13 @@ def _progress(total: int, quiet: bool) -> Iterator[Any]:
         yield None
         return
     from rich.progress import (
-        BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn,
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
     )
     from rich.text import Text
 
@@ -215,11 +245,12 @@ def print_batch(document: dict[str, Any], console: Any, *, top: int = 20) -> Non
             grid.add_column(name, justify="right", no_wrap=True)
         grid.add_column("strategies", min_width=22)  # the longest name, deduplicate_file_reads
         for row in shown:
+            name = os.path.relpath(row["output"], document["out"])  # the input's path below the common root
             if row["status"] == "failed":
-                grid.add_row(row["input"], Text("failed", style="red"), "", "", "", "")
+                grid.add_row(name, Text("failed", style="red"), "", "", "", "")
                 continue
             kind = f" ({row['conversations']:,} conv.)" if row["kind"] == "dataset" else ""
-            grid.add_row(row["input"] + kind, row["status"].replace("_", " "),
+            grid.add_row(name + kind, row["status"].replace("_", " "),
                          _arrow(row["messages_before"], row["messages_after"]),
                          _arrow(row["tokens_before"], row["tokens_after"]),
                          _saved(row["tokens_before"], row["tokens_after"]), ", ".join(row["strategies"]))

@@ -35,7 +35,14 @@ import orjson
 
 from core.config import MemoryConfig, config_from_dict
 from core.counting import CountCache, MessageCounter, default_cache_path
-from core.dataset import DATASET, TRANSCRIPT, DatasetCompactor, acted, compact_dataset_lines, sniff_file
+from core.dataset import (
+    DATASET,
+    TRANSCRIPT,
+    DatasetCompactor,
+    acted,
+    compact_dataset_lines,
+    sniff_file,
+)
 from core.errors import CompactError, ConfigError, InputError
 from core.fileio import atomic_write_bytes, atomic_write_chunks
 from core.pipeline import BUDGET, UNLIMITED, compact
@@ -201,7 +208,7 @@ def _expand_one(path: str, out: str) -> list[tuple[str, str]]:
     if not os.path.isdir(path):
         return [(path, os.path.dirname(os.path.abspath(path)))]
     out_real = os.path.realpath(out)
-    files = []
+    files: list[str] = []
     for folder, dirs, names in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")
                          and os.path.realpath(os.path.join(folder, d)) != out_real)

@@ -1,23 +1,24 @@
 """The Ray engine: the batch's ``compact_one``, mapped over a Ray Data dataset of tasks.
 
 Install it with ``pip install 'compact-transcripts[ray]'``. A Ray Data dataset
-holds one row per task (the task as JSON bytes); ``map_batches`` runs
-:func:`compact_batch` on the workers, which calls :func:`core.batch.compact_one`
-for each task — the very function the process pool runs, so the outputs are
-byte for byte the same. Each worker reads its input and writes its output and
+holds one row per task (the task as JSON bytes), in a few blocks per CPU;
+``map_batches`` runs :func:`compact_batch` on the workers, which calls
+:func:`core.batch.compact_one` for each task — the very function the process
+pool runs, so the outputs are byte for byte the same. Each worker reads its input and writes its output and
 sidecar itself, so on a cluster every node must see the inputs and ``--out`` at
 the same paths (a shared filesystem); only the small report rows come back to
 the driver, as they finish, in any order.
 
 Without an address a local Ray instance is started for the run (``jobs`` CPUs,
-no dashboard) and stopped at the end; with one (``auto``, ``HOST:6379`` or
+no dashboard, usage reporting off) and stopped at the end; with one (``auto``, ``HOST:6379`` or
 ``ray://HOST:10001``) the run joins that cluster and leaves it running.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
+import os
+import socket
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -27,14 +28,15 @@ import orjson
 from core.batch import FAILED, BatchRow, BatchTask, OnRow, compact_one
 from core.errors import ConfigError
 
-MAX_BLOCKS = 10_000
+# A few blocks per CPU: one Ray task per input would cost more in scheduling than the pool's whole run.
+BLOCKS_PER_CPU = 4
+# What the run changes in Ray Data's context (and puts back after): no progress bars of its own (the
+# CLI draws one), no stats in the log, and tiny output blocks, so that each row comes back to the
+# driver as soon as its input is done instead of when its whole block is.
+_CONTEXT = {"enable_progress_bars": False, "enable_auto_log_stats": False, "target_max_block_size": 1024}
+PROBE_SECONDS = 5.0
+CLUSTER_FIX = "check --ray-address (auto, HOST:6379 or ray://HOST:10001) and that the cluster is up"
 INSTALL_FIX = "install the extra: pip install 'compact-transcripts[ray]'"
-
-
-def ray_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("ray") is not None
 
 
 def compact_batch(batch: dict[str, Any]) -> dict[str, list[bytes]]:
@@ -82,16 +84,25 @@ def _rows(ray: Any, tasks: Sequence[BatchTask], jobs: int | None) -> Iterator[Ba
         # Ray's DataContext warns about its own deprecated defaults (use_push_based_shuffle, in 2.60).
         warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.")
         context = ray.data.DataContext.get_current()
-    context.enable_progress_bars = False  # the CLI draws its own bar
-    context.enable_auto_log_stats = False
-    largest_first = sorted(tasks, key=lambda t: (-t.size, t.index))
-    items = [{"task": orjson.dumps(t.to_dict())} for t in largest_first]
-    # One task per block up to MAX_BLOCKS (fine-grained balancing and progress), then a few per block.
-    dataset = ray.data.from_items(items, override_num_blocks=min(len(items), MAX_BLOCKS))
-    mapped = dataset.map_batches(compact_batch, batch_size=1, batch_format="numpy", num_cpus=1, **_at_most(ray, jobs))
-    for batch in mapped.iter_batches(batch_size=1, batch_format="numpy", prefetch_batches=0):
-        for payload in batch["row"]:
-            yield BatchRow.from_dict(orjson.loads(bytes(payload)))
+    saved = {name: getattr(context, name) for name in _CONTEXT}
+    for name, value in _CONTEXT.items():
+        setattr(context, name, value)
+    try:
+        cpus = jobs or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        blocks = min(len(tasks), cpus * BLOCKS_PER_CPU)
+        # Largest first, dealt round-robin: every block gets a fair share of big and small inputs.
+        largest_first = sorted(tasks, key=lambda t: (-t.size, t.index))
+        dealt = [task for start in range(blocks) for task in largest_first[start::blocks]]
+        items = [{"task": orjson.dumps(t.to_dict())} for t in dealt]
+        dataset = ray.data.from_items(items, override_num_blocks=blocks)
+        mapped = dataset.map_batches(compact_batch, batch_size=1, batch_format="numpy", num_cpus=1,
+                                     **_at_most(ray, jobs))
+        for batch in mapped.iter_batches(batch_size=1, batch_format="numpy", prefetch_batches=0):
+            for payload in batch["row"]:
+                yield BatchRow.from_dict(orjson.loads(bytes(payload)))
+    finally:
+        for name, value in saved.items():
+            setattr(context, name, value)
 
 
 def _at_most(ray: Any, jobs: int | None) -> dict[str, Any]:
@@ -99,7 +110,7 @@ def _at_most(ray: Any, jobs: int | None) -> dict[str, Any]:
     if jobs is None:
         return {}
     strategy = getattr(ray.data, "TaskPoolStrategy", None)
-    if strategy is not None and "size" in inspect.signature(strategy).parameters:
+    if strategy is not None:
         return {"compute": strategy(size=jobs)}
     return {"concurrency": jobs}
 
@@ -110,22 +121,36 @@ def _init(ray: Any, address: str | None, jobs: int | None) -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
     options: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     if address:
+        _probe(address)
         options["address"] = address
     else:
         from core.batch import default_jobs
 
+        # A local instance for this run reports nothing anywhere (unless the caller set the variable).
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         options.update(num_cpus=jobs or default_jobs(), include_dashboard=False)
     try:
         ray.init(**options)
-    except ConnectionError as exc:
-        raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc}",
-                          fix="check --ray-address (auto, HOST:6379 or ray://HOST:10001) and that the cluster is up") from None
+    except (ConnectionError, RuntimeError) as exc:  # no cluster there, or another Ray version on it
+        where = f"join the Ray cluster at {address}" if address else "start a local Ray instance"
+        raise ConfigError(f"cannot {where}: {exc}", fix=CLUSTER_FIX if address else None) from None
+
+
+def _probe(address: str, timeout: float = PROBE_SECONDS) -> None:
+    """Fail fast on a HOST:PORT nobody answers on: ray.init would retry it for minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}", fix=CLUSTER_FIX) from None
 
 
 def _import_ray() -> Any:
     try:
         import ray
-        import ray.data  # noqa: F401 - the [data] extra
+        import ray.data
     except ImportError:
         raise ConfigError("--engine ray needs Ray Data, which is not installed", fix=INSTALL_FIX) from None
     return ray

@@ -62,7 +62,7 @@ def test_version_and_help(script_runner) -> None:
 def test_every_command_has_help_and_is_in_the_readme(script_runner) -> None:
     readme = (ROOT / "README.md").read_text()
     for command in (["run"], ["count"], ["config", "show"], ["graph", "validate"], ["graph", "merge"],
-                    ["graph", "import"], ["graph", "render"], ["recall"], ["store", "stats"], ["stats"], ["diff"], ["validate"]):
+                    ["graph", "import"], ["graph", "render"], ["recall"], ["store", "stats"], ["stats"], ["diff"], ["validate"], ["batch"]):
         result = script_runner.run(["compact", *command, "--help"])
         assert result.returncode == 0 and "Usage:" in result.stdout
         assert f"compact {' '.join(command)}" in readme, command
