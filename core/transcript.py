@@ -220,6 +220,13 @@ def _check_message(data: dict[str, Any], path: str, number: int) -> None:
     ):
         return
     if "role" not in data:
+        if isinstance(data.get("messages"), list):
+            raise InputError(
+                "this line is a whole conversation (a `messages` list), not a message",
+                path=path,
+                line=number,
+                fix="a conversation-per-line dataset is compacted with `compact batch FILE --out DIR`",
+            )
         raise InputError(
             "message has no role", path=path, line=number, fix=f"add a role: one of {', '.join(ROLES)}"
         )
