@@ -109,7 +109,9 @@ def recall(
 def _hit_block(hit: RecallHit) -> str:
     stored = hit.stored
     where = stored.source if stored.line is None else f"{stored.source}:{stored.line}"
-    head = f"{stored.handle}  {where}  {stored.role}  turn {stored.turn}  score {hit.score:.3g}"
+    # Turns are counted from 1 for people, as in placeholders and summaries (the store keeps 0-based).
+    turn = "preamble" if stored.turn < 0 else f"turn {stored.turn + 1}"
+    head = f"{stored.handle}  {where}  {stored.role}  {turn}  score {hit.score:.3g}"
     snippet = " ".join(hit.snippet.split())
     return f"{head}\n    {snippet}"
 

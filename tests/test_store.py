@@ -476,7 +476,7 @@ def test_compact_recall_finds_the_vault(filled: Path) -> None:
     result = invoke("recall", "vault", "--store", str(filled))
     assert result.exit_code == 0, result.stderr
     head, snippet = result.stdout.splitlines()
-    assert head.startswith("off_") and "session.jsonl:2  user  turn 0  score " in head
+    assert head.startswith("off_") and "session.jsonl:2  user  turn 1  score " in head
     assert snippet.strip() == "The [vault] is in Lisbon. Reply with: noted"
 
 
