@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -239,7 +238,7 @@ def test_bad_usage_and_input_exit_2(samples: Path, tmp_path: Path) -> None:
     assert json.loads(piped.stdout)["changes"] == []
 
 
-def test_ten_thousand_messages_align_in_well_under_a_second() -> None:
+def test_ten_thousand_messages_align_exactly() -> None:
     before: list[dict[str, Any]] = []
     for i in range(2000):
         before += [
@@ -258,19 +257,15 @@ def test_ten_thousand_messages_align_in_well_under_a_second() -> None:
         )
     after.append(msg("system", "CUCA context warning: ..."))
     old, new = loaded(before), loaded(after)
-    start = time.perf_counter()
+    # Speed is the benchmark's business (no timed tests); this checks the large case is right.
     found, kept = diff_messages(old, new, markers=MARKERS)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 0.5, elapsed
     assert sum(c.change == "removed" for c in found) == len(range(0, 10000, 7))
     assert len(kept) + sum(c.change != "removed" for c in found) == len(after)
 
 
-def test_matching_stays_linear_on_many_identical_messages() -> None:
+def test_many_identical_messages_keep_the_newest() -> None:
     keys = ["same"] * 20000
-    start = time.perf_counter()
     pairs = match_keys([[k] for k in keys], [[k] for k in keys[:10000]], range(20000), range(10000))
-    assert time.perf_counter() - start < 0.5
     assert pairs == [(10000 + j, j) for j in range(10000)]  # the newest are kept
 
 
