@@ -71,6 +71,9 @@ def test_a_later_summary_folds_the_previous_one_in_and_keeps_the_tracked_files(t
     assert "Files read: a.py, c.py" in summaries[0]["content"]
     assert "Files changed: b.py" in summaries[0]["content"]
     assert 'compressed-from-turns="1-1"' in summaries[0]["content"]  # the earlier segment is carried over
+    # Turns keep their numbers across runs: the header covers 1-3, the new segment is turn 3.
+    assert summaries[0]["content"].startswith("CUCA summary: turns 1-3 ")
+    assert 'compressed-from-turns="3-3"' in summaries[0]["content"]
     ledger = json.loads((tmp_path / "r.json").read_text())["removed"]
     assert any(e["action"] == "rewritten" and e["reason"] == "earlier summary folded into the new one" for e in ledger)
 

@@ -11,6 +11,7 @@ by a hash of the span and the prompt, so a rerun asks the model nothing.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,6 +37,7 @@ MARKER = SUMMARY_MARKER
 FILES_READ = "Files read:"
 FILES_CHANGED = "Files changed:"
 FACTS = "Kept verbatim:"
+_HEADER_TURNS = re.compile(re.escape(SUMMARY_MARKER) + r" turns (\d+)-(\d+)")
 MAX_FILES = 30
 MAX_KEPT_FACTS = 20
 READ_TOOLS = ("read_file", "Read", "view", "cat", "open_file", "NotebookRead")
@@ -125,10 +127,14 @@ def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
         parse_previous(previous_text) if previous_text else ("", [], [], [])
     )
     facts = list(dict.fromkeys([*facts_before, *extract_facts(span)]))[-MAX_FACTS:]
+    # Turns are numbered from the start of the conversation: an earlier summary already covers some.
+    covered = _HEADER_TURNS.match(previous_text)
+    first_covered = int(covered.group(1)) if covered else None
+    turns_before = int(covered.group(2)) if covered else 0
     request = SummaryRequest(
         messages=tuple(span),
-        first_turn=workspace.structure.turn_of[span_start] + 1,
-        last_turn=workspace.structure.turn_of[span_start] + count,
+        first_turn=turns_before + workspace.structure.turn_of[span_start] + 1,
+        last_turn=turns_before + workspace.structure.turn_of[span_start] + count,
         previous=previous_body or None,
         facts=tuple(facts),
         max_tokens=max_tokens,
@@ -148,7 +154,7 @@ def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
     changed = _newest(_unite(changed_before, changed), MAX_FILES)
     lost = _newest(missing_facts(text, request.facts), MAX_KEPT_FACTS)
     lines = [
-        f"{MARKER} turns {request.first_turn}-{request.last_turn} "
+        f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
         f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}.",
         text,
     ]
