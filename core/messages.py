@@ -9,7 +9,7 @@ every other field alone.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, SupportsBytes
 
 import hashlib
@@ -48,12 +48,13 @@ class Message:
     def role(self) -> str:
         return str(self.data.get("role", ""))
 
+    # Direct construction: dataclasses.replace costs three times as much, on every message of a run.
     def rewritten(self, data: dict[str, Any]) -> Message:
         """The same message (same line) with new content; its bytes are re-serialised."""
-        return replace(self, data=data, source=None, tokens=0)
+        return Message(data, self.line, None, 0, self.extra)
 
     def with_tokens(self, tokens: int) -> Message:
-        return replace(self, tokens=tokens)
+        return Message(self.data, self.line, self.source, tokens, self.extra)
 
     def to_bytes(self) -> bytes | memoryview:
         if isinstance(self.source, (bytes, memoryview)):
