@@ -48,7 +48,7 @@ from core.fileio import atomic_write_bytes, atomic_write_chunks
 from core.pipeline import BUDGET, UNLIMITED, compact
 from core.seams import Seams
 from core.tokens import EncoderChoice, TokenCounter, load_counter
-from core.transcript import LineRef, read_transcript, write_transcript
+from core.transcript import LineRef, open_input, read_transcript, write_transcript
 
 BATCH_REPORT_VERSION = 1
 SIDECAR_VERSION = 1
@@ -244,16 +244,9 @@ def sidecar_path(output: str) -> str:
 
 def file_digest(path: str) -> str:
     digest = hashlib.blake2b(digest_size=32)
-    try:
-        with open(path, "rb") as source:
-            for block in iter(lambda: source.read(_BLOCK), b""):
-                digest.update(block)
-    except FileNotFoundError:
-        raise InputError("no such file", path=path, fix="check the path") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a transcript file", path=path) from None
-    except PermissionError:
-        raise InputError("permission denied", path=path, fix="check the file's permissions") from None
+    with open_input(path) as source:
+        for block in iter(lambda: source.read(_BLOCK), b""):
+            digest.update(block)
     return digest.hexdigest()
 
 

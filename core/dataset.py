@@ -31,7 +31,7 @@ from core.messages import Message
 from core.pipeline import BUDGET, compact
 from core.seams import Seams
 from core.tokens import EncoderChoice
-from core.transcript import _check_message  # the transcript reader's own message checks
+from core.transcript import check_message  # the transcript reader's own message checks
 
 DATASET = "dataset"
 TRANSCRIPT = "transcript"
@@ -146,7 +146,7 @@ class DatasetCompactor:
                 raise InputError(f"message {index} is {_kind(data)}, not a message object",
                                  path=self.name, line=number)
             try:
-                _check_message(data, self.name, number)
+                check_message(data, self.name, number)
             except InputError as exc:
                 raise InputError(f"message {index}: {exc.what}", path=self.name, line=number, fix=exc.fix) from None
             messages.append(Message(data=data, line=index))

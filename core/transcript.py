@@ -68,7 +68,8 @@ class LineRef:
         return self.file.read(self.offset, self.length)
 
 
-def _open(path: str) -> BinaryIO:
+def open_input(path: str) -> BinaryIO:
+    """Open an input file for reading; a missing, unreadable or folder path is a one-line InputError."""
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed by the caller's with-block
     except FileNotFoundError:
@@ -116,7 +117,7 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
         raw = (stdin if stdin is not None else sys.stdin.buffer).read()
         number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
     else:
-        with _open(path) as stream:
+        with open_input(path) as stream:
             if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                 source = SourceFile(stream.fileno())
                 for offset, block in _blocks(stream):
@@ -190,7 +191,7 @@ def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, An
             line=number,
             fix='each line must be a JSON object such as {"role": "user", "content": "..."}',
         )
-    _check_message(data, path, number)
+    check_message(data, path, number)
     return data
 
 
@@ -207,7 +208,8 @@ def _check_utf8(line: bytes | memoryview, path: str, number: int) -> None:
         ) from None
 
 
-def _check_message(data: dict[str, Any], path: str, number: int) -> None:
+def check_message(data: dict[str, Any], path: str, number: int) -> None:
+    """Refuse a message object compaction cannot work on (no or unknown role, wrong field types)."""
     # Fast path for the common case; the schema gives the exact reason otherwise.
     role = data.get("role")
     content = data.get("content")
