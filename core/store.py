@@ -32,7 +32,7 @@ import random
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -167,12 +167,6 @@ def content_hash(message: dict[str, Any]) -> str:
 
 def handle_of(digest: str) -> str:
     return HANDLE_PREFIX + digest[:HANDLE_HEX]
-
-
-def summary_key(span: Iterable[dict[str, Any]], prompt: str, *, model: str = "") -> str:
-    """A summary-cache key: sha256 of the prompt, the model and the span's canonical JSON."""
-    payload = {"prompt": prompt, "model": model, "span": [content_hash(m) for m in span]}
-    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def fts_query(query: str, *, any_term: bool = False) -> str | None:

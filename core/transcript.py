@@ -282,7 +282,3 @@ def write_stream(messages: Iterable[Message], stream: BinaryIO) -> None:
             buffer, size = [], 0
     stream.write(b"".join(buffer))
     stream.flush()
-
-
-def display_name(path: str) -> str:
-    return "<stdin>" if path == STDIN else os.fspath(path)

@@ -17,7 +17,7 @@ import pytest
 
 from core import store as store_module
 from core.errors import CompactError
-from core.store import OffloadItem, OffloadStore, StoreError, fts_query, summary_key
+from core.store import OffloadItem, OffloadStore, StoreError, fts_query
 from tests.conftest import ROOT
 from tests.helpers import invoke
 
@@ -432,11 +432,22 @@ def test_a_closed_store_says_so(path: Path) -> None:
 
 
 def test_the_summary_cache(path: Path) -> None:
-    span = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
-    key = summary_key(span, "Summarise:", model="m")
-    assert key == summary_key([dict(reversed(list(m.items()))) for m in span], "Summarise:", model="m")
-    assert key != summary_key(span, "Summarise briefly:", model="m")
-    assert key != summary_key(span[:1], "Summarise:", model="m")
+    from core.strategies.summarize import _cache_key
+    from core.summarizers.base import SummaryRequest
+
+    class Model:
+        def __init__(self, prompt: str) -> None:
+            self.prompt = prompt
+
+        def identity(self) -> str:
+            return f"m:{self.prompt}"
+
+    span = ({"role": "user", "content": "a"}, {"role": "assistant", "content": "b"})
+    key = _cache_key(Model("Summarise:"), SummaryRequest(span, 1, 1))
+    reordered = tuple(dict(reversed(list(m.items()))) for m in span)
+    assert key == _cache_key(Model("Summarise:"), SummaryRequest(reordered, 1, 1))
+    assert key != _cache_key(Model("Summarise briefly:"), SummaryRequest(span, 1, 1))
+    assert key != _cache_key(Model("Summarise:"), SummaryRequest(span[:1], 1, 1))
     with OffloadStore.open(path) as store:
         assert store.get_summary(key) is None
         store.put_summary(key, "a then b", {"model": "m", "tokens": 3})
