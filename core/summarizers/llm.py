@@ -28,8 +28,10 @@ class LLMSummarizer:
     name: str = field(default="openai")
 
     def identity(self) -> str:
-        prompt_hash = hashlib.sha256(self.prompt.encode()).hexdigest()[:16]
-        return f"openai:{self.client.model}:{prompt_hash}"
+        # Everything that shapes the reply: a changed setting must not be answered from the cache.
+        settings = f"{self.prompt}\0{self.quality_retry}\0{','.join(self.require_preserved_kinds)}"
+        settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
+        return f"openai:{self.client.model}:{settings_hash}"
 
     def problems(self, text: str, request: SummaryRequest, counter: MessageCounter | None = None) -> list[str]:
         found: list[str] = []
