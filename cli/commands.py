@@ -43,6 +43,7 @@ SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model",
 ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); the key is never printed.")]
 SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", help="File whose text replaces the summary system prompt.")]
 QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask the model once more when its summary misses the trailer, a required kind or an identifier (default on).")]
+FromOpt = Annotated[Optional[str], typer.Option("--from", help="Read FILE as this format instead of detecting it: openai, anthropic, claude-code, responses, codex, pi, sharegpt.")]
 KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", help="Pin more messages: role:NAME, tool:NAME, match:REGEX, line:N or line:A-B. Repeatable.")]
 
 
@@ -115,6 +116,8 @@ def run(
     offload_turns: TurnsOpt = None,
     strategy: StrategyOpt = None,
     keep: KeepOpt = None,
+    source_format: FromOpt = None,
+    target_format: Annotated[Optional[str], typer.Option("--to", help="Write the transcript in this format (default: the input's); the report lists what the conversion could not carry.")] = None,
     config: ConfigOpt = None,
     store: StoreOpt = None,
     summarizer: SummarizerOpt = None,
@@ -159,6 +162,10 @@ def run(
         raise ConfigError("--in-place and --output are mutually exclusive", fix="give one of them")
     if in_place and file == "-":
         raise ConfigError("--in-place needs a file, not stdin")
+    _check_formats(source_format, target_format)
+    if in_place and target_format is not None:
+        raise ConfigError("--in-place keeps the file's format, so it cannot be combined with --to",
+                          fix="write the converted transcript with -o FILE")
     to_stdout = output is None and not in_place
     from core.fileio import same_file
 
@@ -213,6 +220,7 @@ def run(
         result = compact_file(
             file, effective, mode=mode, repair=repair, skip_invalid=skip_invalid, use_cache=not no_cache,
             graph_step=step, progress=progress, memo_ok=check_for is None,
+            source_format=source_format, target_format=target_format,
         )
     if check_for is not None:
         _check_provider(result, check_for)
@@ -239,6 +247,14 @@ def run(
         print_table(result.report, console, compacted=mode != UNLIMITED)
     if strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _check_formats(*given: str | None) -> None:
+    from core import formats
+
+    for name in given:
+        if name is not None and name not in formats.names():
+            raise ConfigError(f"unknown format {name!r}", fix=f"use one of {', '.join(formats.names())}")
 
 
 @contextlib.contextmanager
@@ -291,7 +307,7 @@ def _report_bytes(report: dict[str, Any]) -> bytes:
 
 def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
     from core.fileio import StagedWrites
-    from core.transcript import backup_chunks, serialise, write_stream
+    from core.transcript import backup_chunks, write_chunks
 
     report_bytes = _report_bytes(result.report)
     staged = StagedWrites()
@@ -303,11 +319,11 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
         if in_place:
             real = os.path.realpath(file)
             staged.add(f"{real}.bak", backup_chunks(real))
-            staged.add(real, serialise(result.messages))
+            staged.add(real, result.chunks())
         elif output is not None:
-            staged.add(output, serialise(result.messages))
+            staged.add(output, result.chunks())
         else:
-            write_stream(result.messages, sys.stdout.buffer)
+            write_chunks(result.chunks(), sys.stdout.buffer)
         staged.commit()
     except BaseException:
         staged.discard()
@@ -329,6 +345,7 @@ def count(
     output_format: Annotated[str, typer.Option("--format", help="table (on stderr) or json (on stdout).")] = "table",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Count around invalid lines instead of failing.")] = False,
+    source_format: FromOpt = None,
 ) -> None:
     import orjson
 
@@ -341,10 +358,13 @@ def count(
         config, model=model, encoder=encoder, backend=backend, context_window=context_window,
         chars_per_token=chars_per_token, framing=framing,
     )
-    result = compact_file(file, settings, mode=UNLIMITED, skip_invalid=skip_invalid, use_cache=not no_cache)
+    _check_formats(source_format)
+    result = compact_file(file, settings, mode=UNLIMITED, skip_invalid=skip_invalid, use_cache=not no_cache,
+                          source_format=source_format)
     report = result.report
     if output_format == "json":
         usage = {k: report[k] for k in ("input", "encoder", "before", "orphans", "skipped_lines")}
+        usage["format"] = report["format"]["input"]
         usage["window"] = report["budget"]["window"]
         usage["window_resolved"] = report["budget"]["window_resolved"]
         sys.stdout.buffer.write(orjson.dumps(usage, option=orjson.OPT_INDENT_2) + b"\n")

@@ -20,7 +20,7 @@ import orjson
 from core.messages import Message
 from core.run_cache import RunCache, run_key
 from core.tokens import EncoderChoice, bpe_available, load_counter
-from core.transcript import read_transcript, serialise
+from core.transcript import serialise
 
 
 def open_counter(config: MemoryConfig, *, use_cache: bool = True) -> tuple[MessageCounter, EncoderChoice]:
@@ -87,8 +87,16 @@ def compact_file(
     stdin: BinaryIO | None = None,
     progress: Progress | None = None,
     memo_ok: bool = True,
+    source_format: str | None = None,
+    target_format: str | None = None,
 ) -> CompactionResult:
-    """Read ``path`` (``-`` for stdin), compact it, and return the messages and the report."""
+    """Read ``path`` (``-`` for stdin) in any format, compact it, and return the messages and the report.
+
+    ``source_format`` forces the input's format (detected otherwise);
+    ``target_format`` converts the output (the input's format otherwise).
+    """
+    from core import formats
+
     memo = None
     if (
         use_cache
@@ -99,10 +107,11 @@ def compact_file(
         and os.path.isfile(path)  # a pipe would be used up by hashing it
         and not (config.store or config.summarizer)
     ):
-        memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid)
+        memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid,
+                            formats=(source_format, target_format))
         if isinstance(memo, CompactionResult):
             return memo
-    transcript = read_transcript(path, skip_invalid=skip_invalid, stdin=stdin)
+    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin)
     counter, choice = open_counter(config, use_cache=use_cache)
     counter.progress = progress
     own_seams = seams is None
@@ -121,7 +130,15 @@ def compact_file(
             source=transcript.path,
             skipped_lines=transcript.skipped_lines,
         )
-        if memo is not None and not result.report["skipped_lines"]:
+        target = target_format or transcript.format
+        result.report["format"] = {
+            "input": transcript.format,
+            "output": target,
+            "losses": formats.conversion_losses(transcript, result.messages, target),
+        }
+        if transcript.format != formats.OPENAI or target != formats.OPENAI:
+            result.writer = lambda messages: formats.write(transcript, messages, target)
+        elif memo is not None and not result.report["skipped_lines"]:
             cache, key = memo
             cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), result.report)
         return result
@@ -135,12 +152,13 @@ def compact_file(
 
 
 def _memo_lookup(
-    path: str, config: MemoryConfig, *, mode: str, repair: bool, skip_invalid: bool
+    path: str, config: MemoryConfig, *, mode: str, repair: bool, skip_invalid: bool,
+    formats: tuple[str | None, str | None] = (None, None),
 ) -> CompactionResult | tuple[RunCache, bytes] | None:
-    """A stored result for this exact run, or the cache and key to store it under."""
+    """A stored result for this exact run, or the cache and key to store it under (canonical runs only)."""
     try:
         settings = {"config": config.to_dict(), "mode": mode, "repair": repair, "skip_invalid": skip_invalid,
-                    "bpe": bpe_available()}
+                    "bpe": bpe_available(), "formats": list(formats)}
         key = run_key(path, settings)
     except OSError:
         return None  # the reader reports a missing or unreadable file properly

@@ -25,7 +25,7 @@ PLACEHOLDER_PREFIX = "[compact:"
 SUMMARY_MARKER = "CUCA summary:"
 
 # Parts a model sees as images; counted at a fixed cost (README, "Token counting").
-IMAGE_PART_TYPES = ("image_url", "image", "input_image")
+IMAGE_PART_TYPES = ("image_url", "image", "input_image", "document")
 IMAGE_TOKENS = 85
 
 
@@ -76,14 +76,34 @@ def iter_text_parts(content: Any) -> Iterator[str]:
                 text = part.get("text")
                 if isinstance(text, str):
                     yield text
-                elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+                    continue
+                kind = part.get("type")
+                if kind == "refusal" and isinstance(part.get("refusal"), str):
                     yield part["refusal"]
+                elif kind == "thinking" and isinstance(part.get("thinking"), str):
+                    yield part["thinking"]  # Anthropic thinking: counted as the text it is
+                elif kind == "reasoning":  # a Responses reasoning item: its readable summary
+                    yield from iter_text_parts(part.get("summary"))
+                    yield from iter_text_parts(part.get("content"))
+                elif kind == "document":  # Anthropic document: a plain-text source is read as text
+                    source = part.get("source")
+                    if isinstance(source, Mapping) and source.get("type") == "text" and isinstance(source.get("data"), str):
+                        yield source["data"]
+                    else:
+                        yield from iter_text_parts(source.get("content") if isinstance(source, Mapping) else None)
 
 
 def image_count(content: Any) -> int:
     if not isinstance(content, list):
         return 0
-    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in IMAGE_PART_TYPES)
+    return sum(1 for p in content if isinstance(p, Mapping) and p.get("type") in IMAGE_PART_TYPES
+               and not _readable_document(p))
+
+
+def _readable_document(part: Mapping[str, Any]) -> bool:
+    """A document whose text the reader counts (a PDF or other binary source costs a fixed amount)."""
+    source = part.get("source")
+    return part.get("type") == "document" and isinstance(source, Mapping) and source.get("type") in ("text", "content")
 
 
 def content_text(data: Mapping[str, Any]) -> str:

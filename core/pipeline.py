@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,16 @@ class CompactionResult:
     messages: list[Message]
     report: dict[str, Any]
     workspace: Workspace | None = field(default=None, repr=False)  # None when the run memo answered
+    # How to write ``messages`` back in the input's (or the ``--to``) format; None: canonical JSONL.
+    writer: Callable[[Sequence[Message]], Iterator[bytes]] | None = field(default=None, repr=False)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The output transcript's bytes, line by line."""
+        if self.writer is not None:
+            return self.writer(self.messages)
+        from core.transcript import serialise
+
+        return serialise(self.messages)
 
     @property
     def over_budget(self) -> bool:

@@ -171,6 +171,13 @@ def _lines(raw: bytes, start: int, number: int) -> Iterator[tuple[int, int, int]
 
 
 def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
+    data = parse_json_object(line, path, number)
+    check_message(data, path, number)
+    return data
+
+
+def parse_json_object(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
+    """One line as a JSON object; malformed JSON, bad UTF-8 or another JSON value is an InputError."""
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -191,7 +198,6 @@ def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, An
             line=number,
             fix='each line must be a JSON object such as {"role": "user", "content": "..."}',
         )
-    check_message(data, path, number)
     return data
 
 
@@ -271,10 +277,14 @@ def backup_chunks(path: str) -> Iterator[bytes]:
 
 
 def write_stream(messages: Iterable[Message], stream: BinaryIO) -> None:
+    write_chunks(serialise(messages), stream)
+
+
+def write_chunks(chunks: Iterable[bytes | memoryview], stream: BinaryIO) -> None:
     # One buffered write per chunk group keeps memory flat on large transcripts.
-    buffer: list[bytes] = []
+    buffer: list[bytes | memoryview] = []
     size = 0
-    for chunk in serialise(messages):
+    for chunk in chunks:
         buffer.append(chunk)
         size += len(chunk)
         if size >= 1 << 20:

@@ -1,0 +1,239 @@
+"""Transcript formats: detection, reading into canonical messages, writing back (issue 5).
+
+``read`` detects the format from the file's first lines (or takes ``--from``),
+reads it into a :class:`~core.formats.base.Decoded`, and ``write`` turns the
+compacted messages back into lines: in the input's format by default, or
+converted with ``--to``. OpenAI chat, the canonical format, keeps the plain
+transcript reader's fast path (lines copied back from the file untouched).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO
+
+import orjson
+
+from core.errors import InputError
+from core.formats.base import Codec, Decoded, Line, Losses, number, serialise_lines
+from core.messages import Message
+
+STDIN = "-"
+SAMPLE_LINES = 64
+SAMPLE_BYTES = 8 << 20
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+OPENAI = "openai"
+
+
+def _codecs() -> dict[str, Codec]:
+    # Most specific first: detection picks the first whose evidence a line shows.
+    from core.formats import anthropic, claude_code, codex, openai_chat, pi, responses, sharegpt
+
+    found: dict[str, Codec] = {}
+    for module in (claude_code, codex, pi, responses, anthropic, sharegpt, openai_chat):
+        codec = module.CODEC
+        found[codec.name] = codec
+    return found
+
+
+_REGISTRY: dict[str, Codec] | None = None
+
+
+def codecs() -> dict[str, Codec]:
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = _codecs()
+    return _REGISTRY
+
+
+def names() -> list[str]:
+    return list(codecs())
+
+
+def get(name: str) -> Codec:
+    found = codecs().get(name)
+    if found is None:
+        raise InputError(f"unknown format {name!r}", fix=f"use one of {', '.join(names())}")
+    return found
+
+
+def detect(lines: Sequence[Line], path: str) -> Codec:
+    """The format of a file from its first lines: the most specific one every line fits and one line shows.
+
+    A line no format accepts, or lines that fit no single format (two formats
+    mixed), is an error naming the line.
+    """
+    candidates = list(codecs().values())
+    shown: dict[str, int] = {}
+    first_line: dict[str, int] = {}
+    for line in lines:
+        if line.data is None:
+            continue
+        fitting = [c for c in candidates if c.accepts(line.data)]
+        if not fitting:
+            if any(c.accepts(line.data) for c in codecs().values()):
+                raise _mixed_or_unknown(path, line, candidates, first_line)
+            if not first_line and ("role" in line.data or "messages" in line.data):
+                return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
+            if not first_line:
+                raise _mixed_or_unknown(path, line, candidates, first_line)
+            break  # a broken line of the format seen so far: its reader says what is wrong with it
+        candidates = fitting
+        for codec in candidates:
+            first_line.setdefault(codec.name, line.number)
+            if codec.name not in shown and codec.evidence(line.data):
+                shown[codec.name] = line.number
+    for codec in candidates:
+        if codec.name in shown:
+            return codec
+    plain = [c for c in candidates if c.name == OPENAI]  # plain chat fits several formats: read it as the canonical one
+    return plain[0] if plain else candidates[0]
+
+
+def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: dict[str, int]) -> InputError:
+    here = [c for c in codecs().values() if c.accepts(line.data or {})]
+    if here and first_line:
+        earlier = ", ".join(c.title for c in before)
+        return InputError(
+            f"this line is {here[0].title} but the lines before it are {earlier}; a file holds one format",
+            path=path, line=line.number, fix="split the file, or pass --from FORMAT to read it as one format",
+        )
+    return InputError(
+        "this line is not a message in any format compact reads",
+        path=path, line=line.number,
+        fix=f"expected one of: {', '.join(c.title for c in codecs().values())}; --from FORMAT forces one",
+    )
+
+
+def _raw_input(path: str, stdin: BinaryIO | None) -> tuple[str, bytes | None]:
+    """(display name, the whole input when it cannot be re-read: stdin, a pipe or a device)."""
+    if path == STDIN:
+        return "<stdin>", (stdin if stdin is not None else sys.stdin.buffer).read()
+    from core.transcript import open_input
+
+    with open_input(path) as stream:
+        if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return path, None
+        return path, stream.read()
+
+
+def _head(path: str, raw: bytes | None) -> bytes:
+    if raw is not None:
+        return raw[:SAMPLE_BYTES]
+    with open(path, "rb") as stream:
+        head = stream.read(1 << 20)
+        while head.count(b"\n") < SAMPLE_LINES and len(head) < SAMPLE_BYTES:
+            more = stream.read(1 << 20)
+            if not more:
+                break
+            head += more
+    return head
+
+
+def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None = None,
+                skipped: list[dict[str, Any]] | None = None) -> list[Line]:
+    """The non-blank lines of ``raw`` parsed as JSON objects; a bad line is an error unless ``skip_invalid``."""
+    from core.transcript import _lines, parse_json_object
+
+    start = len(_UTF8_BOM) if raw.startswith(_UTF8_BOM) else 0
+    view = memoryview(raw)
+    lines: list[Line] = []
+    for line_number, begin, stop in _lines(raw, start, 0):
+        if limit is not None and len(lines) >= limit:
+            break
+        source = view[begin:stop]
+        try:
+            data = parse_json_object(source, path, line_number)
+        except InputError as exc:
+            if not skip_invalid:
+                raise
+            if skipped is not None:
+                skipped.append({"line": line_number, "error": exc.what})
+            data = None
+        lines.append(Line(line_number, data, source))
+    return lines
+
+
+def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | None, Codec]:
+    """(display name, buffered input or None, detected codec) without reading a regular file whole."""
+    name, raw = _raw_input(path, stdin)
+    head = _head(path, raw)
+    if raw is None and len(head) >= SAMPLE_BYTES or raw is not None and len(raw) > len(head):
+        head = head[: head.rfind(b"\n") + 1] or head  # a cut last line would read as malformed
+    sample = split_lines(head, skip_invalid=True, path=name, limit=SAMPLE_LINES)
+    if not any(line.data is not None for line in sample):
+        return name, raw, get(OPENAI)  # empty or unreadable: the reader says what is wrong
+    return name, raw, detect(sample, name)
+
+
+def read(path: str, *, source_format: str | None = None, skip_invalid: bool = False,
+         stdin: BinaryIO | None = None) -> Decoded:
+    """Read a transcript in any format into canonical messages."""
+    if source_format is not None:
+        codec = get(source_format)
+        name, raw = _raw_input(path, stdin)
+    else:
+        name, raw, codec = sniff(path, stdin=stdin)
+    if codec.name == OPENAI:
+        from core.transcript import read_transcript
+
+        transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid,
+                                     stdin=None if raw is None else io.BytesIO(raw))
+        transcript.path = name
+        return Decoded(name, OPENAI, [], transcript.messages, transcript.skipped_lines)
+    if raw is None:
+        with open(path, "rb") as stream:
+            raw = stream.read()
+    skipped: list[dict[str, Any]] = []
+    lines = split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
+    if not lines:
+        raise InputError("the file is empty; a transcript needs at least one message", path=name)
+    messages = number(codec.decode(lines, name))
+    if not messages:
+        raise InputError(f"no messages in this {codec.title}", path=name,
+                         fix="a transcript needs at least one user or assistant message")
+    return Decoded(name, codec.name, lines, messages, skipped)
+
+
+def write(decoded: Decoded, result: Sequence[Message], target: str | None = None,
+          losses: Losses | None = None) -> Iterator[bytes]:
+    """The output bytes: ``result`` in the input's format, or rendered fresh in ``target``'s."""
+    target = target or decoded.format
+    if target == decoded.format:
+        if decoded.format == OPENAI:
+            from core.transcript import serialise
+
+            return serialise(result)
+        return serialise_lines(get(target).encode(decoded, result))
+    losses = losses if losses is not None else Losses()
+    return serialise_lines(get(target).render(result, losses))
+
+
+def conversion_losses(decoded: Decoded, result: Sequence[Message], target: str | None) -> list[dict[str, Any]]:
+    """What converting to ``target`` leaves out (the lines are produced again when written)."""
+    if target is None or target == decoded.format:
+        return []
+    losses = Losses()
+    dropped = sum(1 for line in decoded.lines if line.data is not None and not _is_message_line(decoded, line))
+    if dropped:
+        losses.add(f"{get(decoded.format).title} lines that are not messages", dropped)
+    for _ in get(target).render(result, losses):
+        pass
+    return losses.as_list()
+
+
+def _is_message_line(decoded: Decoded, line: Line) -> bool:
+    cache = decoded.__dict__.setdefault("_message_lines", None)
+    if cache is None:
+        cache = {n for m in decoded.messages for n in m.extra.get("origin", ())}
+        decoded.__dict__["_message_lines"] = cache
+    return line.number in cache
+
+
+def dumps(data: dict[str, Any]) -> bytes:
+    return orjson.dumps(data)

@@ -1,0 +1,201 @@
+"""What every transcript format shares: its lines, its decoded messages, and the write-back plan.
+
+A format (codec) reads the lines of a file into canonical messages (SPEC §2,
+the OpenAI chat shape) that the pipeline compacts like any other, and writes
+the result back in its own shape. Compaction never sees a format's other
+lines (Claude Code snapshots, Codex ``turn_context``, ...): the codec keeps
+them and :func:`plan` puts them back in place.
+
+Each decoded message names the lines it came from in ``extra["origin"]``
+(one Claude Code reply spans several lines; one Anthropic user line can hold
+several tool results, each its own canonical ``tool`` message) and its
+position in the decoded list in ``extra["key"]``. After compaction a decoded
+message is gone (removed), the same (untouched) or rewritten, and messages
+without a key were added by compact (summaries, warnings, the graph).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import orjson
+
+from core.errors import InputError
+from core.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One non-blank line of the input: its number, its JSON object (None when invalid) and its bytes."""
+
+    number: int
+    data: dict[str, Any] | None
+    source: bytes | memoryview
+
+    def to_bytes(self) -> bytes:
+        return bytes(self.source)
+
+
+@dataclass
+class Decoded:
+    """A file read by a codec: every line, and the canonical messages made from them."""
+
+    path: str
+    format: str
+    lines: list[Line]
+    messages: list[Message]
+    skipped_lines: list[dict[str, Any]] = field(default_factory=list)
+
+
+def origin_message(data: dict[str, Any], lines: Sequence[int], **native: Any) -> Message:
+    """A decoded message: ``line`` is its first line, ``extra`` says where it came from.
+
+    ``native`` is the codec's own bookkeeping (which blocks of which lines it
+    owns, say); :func:`number` adds the decode-order key afterwards.
+    """
+    return Message(data=data, line=lines[0] if lines else None, source=None,
+                   extra={"origin": tuple(lines), **native})
+
+
+def number(messages: list[Message]) -> list[Message]:
+    """Give each decoded message its key (its position), which survives rewrites."""
+    for key, message in enumerate(messages):
+        message.extra["key"] = key
+    return messages
+
+
+# The write-back plan: one step per input line, in file order, with compact's
+# additions placed before the line of the next message that survived.
+@dataclass(frozen=True, slots=True)
+class Keep:
+    """A line nothing changed (a non-message line, or a message line whose messages are all untouched)."""
+
+    line: Line
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """A line whose messages were all removed."""
+
+    line: Line
+    pieces: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuild:
+    """A line some of whose messages were removed or rewritten.
+
+    ``pieces`` pairs each decoded message from this line with what became of
+    it: the same message, its rewritten version, or None when removed.
+    """
+
+    line: Line
+    pieces: tuple[tuple[Message, Message | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """A message compact added (no input line)."""
+
+    message: Message
+
+
+Step = Keep | Drop | Rebuild | Insert
+
+
+def changed(before: Message, after: Message | None) -> bool:
+    return after is None or (after.data is not before.data and after.data != before.data)
+
+
+def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
+    """Walk the input lines in order and say, for each, what compaction did to it."""
+    originals = decoded.messages
+    outcome: dict[int, Message] = {}
+    inserted_before: dict[int | None, list[Message]] = {}
+    waiting: list[Message] = []
+    for message in result:
+        key = message.extra.get("key") if message.extra else None
+        if key is None or key >= len(originals) or originals[key].extra.get("origin") != message.extra.get("origin"):
+            waiting.append(message)
+            continue
+        outcome[key] = message
+        if waiting:
+            inserted_before.setdefault(message.extra["origin"][0], []).extend(waiting)
+            waiting = []
+    if waiting:
+        inserted_before.setdefault(None, []).extend(waiting)
+
+    pieces_of: dict[int, list[int]] = {}
+    for key, message in enumerate(originals):
+        for number_ in message.extra["origin"]:
+            pieces_of.setdefault(number_, []).append(key)
+
+    for line in decoded.lines:
+        for message in inserted_before.pop(line.number, ()):
+            yield Insert(message)
+        keys = pieces_of.get(line.number)
+        if not keys:
+            yield Keep(line)
+            continue
+        pieces = tuple((originals[k], outcome.get(k)) for k in keys)
+        if all(after is None for _, after in pieces):
+            yield Drop(line, tuple(before for before, _ in pieces))
+        elif any(changed(before, after) for before, after in pieces):
+            yield Rebuild(line, pieces)
+        else:
+            yield Keep(line)
+    for remaining in inserted_before.values():  # after the last line (or anchored to a dropped line)
+        for message in remaining:
+            yield Insert(message)
+
+
+class Codec:
+    """A transcript format. Subclasses set ``name`` and implement the four methods."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # for messages: "Claude Code session log"
+
+    def accepts(self, data: dict[str, Any]) -> bool:
+        """Could this line belong to a file in this format?"""
+        raise NotImplementedError
+
+    def evidence(self, data: dict[str, Any]) -> bool:
+        """Does this line show the file is in this format (and not just compatible with it)?"""
+        raise NotImplementedError
+
+    def decode(self, lines: list[Line], path: str) -> list[Message]:
+        """The canonical messages of the file, each made with :func:`origin_message`, in conversation order."""
+        raise NotImplementedError
+
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+        """The output lines in this format: a JSON object, or bytes written as they are."""
+        raise NotImplementedError
+
+    def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        """Canonical messages written fresh in this format (``--to``); what it cannot carry goes in ``losses``."""
+        raise NotImplementedError
+
+
+class Losses:
+    """What a conversion could not carry, counted by kind, for the report."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def add(self, what: str, count: int = 1) -> None:
+        self._counts[what] = self._counts.get(what, 0) + count
+
+    def as_list(self) -> list[dict[str, Any]]:
+        return [{"what": what, "count": count} for what, count in self._counts.items()]
+
+
+def serialise_lines(items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:
+    for item in items:
+        yield item if isinstance(item, bytes) else bytes(item) if isinstance(item, memoryview) else orjson.dumps(item)
+        yield b"\n"
+
+
+def line_error(path: str, line: Line, what: str, fix: str | None = None) -> InputError:
+    return InputError(what, path=path, line=line.number, fix=fix)
