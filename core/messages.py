@@ -201,8 +201,13 @@ def content_handle(data: Mapping[str, Any]) -> str:
     return f"off_{digest[:16]}"
 
 
-def written_by_compact(message: Message) -> bool:
-    """A summary or placeholder compact put in a transcript (never summarized or offloaded again)."""
+def is_summary(message: Message) -> bool:
+    """A summary of earlier turns: compact's own, or one an agent wrote (a format's reader flags it)."""
     return message.role == "system" and (
-        starts_with_marker(message.data, SUMMARY_MARKER) or starts_with_marker(message.data, PLACEHOLDER_PREFIX)
+        starts_with_marker(message.data, SUMMARY_MARKER) or bool(message.extra and message.extra.get("summary"))
     )
+
+
+def written_by_compact(message: Message) -> bool:
+    """A summary or placeholder already in the transcript (never summarized or offloaded again)."""
+    return is_summary(message) or (message.role == "system" and starts_with_marker(message.data, PLACEHOLDER_PREFIX))

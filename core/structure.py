@@ -201,7 +201,8 @@ def analyse(
     # added is not it (without a system prompt, the first summary would otherwise be pinned).
     own = (*markers, SUMMARY_MARKER, PLACEHOLDER_PREFIX)
     first_system = next(
-        (i for i, m in enumerate(messages) if m.role in SYSTEM_ROLES and not any(starts_with_marker(m.data, p) for p in own)),
+        (i for i, m in enumerate(messages)
+         if m.role in SYSTEM_ROLES and not m.extra.get("summary") and not any(starts_with_marker(m.data, p) for p in own)),
         None,
     )
     if first_system is not None:

@@ -26,6 +26,7 @@ from core.messages import (
     call_name,
     starts_with_marker,
     tool_calls,
+    is_summary,
     written_by_compact,
 )
 from core.strategies.base import Param, StrategyInfo
@@ -98,7 +99,7 @@ def _previous_summary(workspace: Workspace, before: int) -> int | None:
     """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it)."""
     for position in range(before - 1, -1, -1):
         message = workspace.messages[position]
-        if workspace.alive(position) and message.role == "system" and starts_with_marker(message.data, MARKER):
+        if workspace.alive(position) and is_summary(message):
             return position
     return None
 
