@@ -222,6 +222,10 @@ def run(
             graph_step=step, progress=progress, memo_ok=check_for is None,
             source_format=source_format, target_format=target_format,
         )
+    if result.report.get("kind") == "dataset" and (dry_run or check_for is not None or graph is not None):
+        option = "--dry-run" if dry_run else "--check-for" if check_for is not None else "--graph"
+        raise ConfigError(f"{option} works on one transcript, and {file} is a conversation-per-line dataset",
+                          fix="leave it out, or compact the conversations one file each")
     if check_for is not None:
         _check_provider(result, check_for)
     if dry_run:
@@ -241,7 +245,11 @@ def run(
 
         save_snapshot(working.graph, graph_out)
     _write_outputs(result, file, output=output, in_place=in_place, report=report)
-    if console is not None:
+    if console is not None and result.report.get("kind") == "dataset":
+        from cli.render import dataset_table
+
+        console.print(dataset_table(result.report))
+    elif console is not None:
         from cli.render import print_table
 
         print_table(result.report, console, compacted=mode != UNLIMITED)

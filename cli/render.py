@@ -43,6 +43,8 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
         encoding += f" — fell back from {encoder['requested']}: {encoder['fallback']}"
     resolved = "yes" if budget["window_resolved"] else "no"
     parts.append(Text(f"{encoding} · window resolved: {resolved}"))
+    if report.get("format") and report["format"] != {"input": "openai", "output": "openai", "losses": []}:
+        parts.append(_format_line(report["format"]))
     if report.get("graph"):
         graph = report["graph"]
         parts.append(Text(f"graph: {graph.get('summary', '')}".rstrip()))
@@ -55,6 +57,37 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
             skipped = ", ".join(f"{s['strategy']} ({s['reason']})" for s in report["skipped"])
             parts.append(Text(f"skipped: {skipped}"))
     parts.extend(_warnings(report))
+    return Group(*parts)
+
+
+def _format_line(fmt: dict[str, Any]) -> Text:
+    line = f"format: {fmt['input']}" if fmt["input"] == fmt["output"] else f"format: {fmt['input']} → {fmt['output']}"
+    if fmt["losses"]:
+        lost = ", ".join(f"{loss['count']:,} {loss['what']}" for loss in fmt["losses"])
+        return Text(f"{line} — not carried: {lost}", style="yellow")
+    return Text(line)
+
+
+def dataset_table(report: dict[str, Any]) -> Group:
+    """A dataset compacted by the main command: the totals, then the conversations that changed."""
+    before, after = report["before"], report["after"]
+    parts: list[Any] = [Text(f"compact · {report['input']} (dataset)", style="bold")]
+    table = Table(show_edge=False, pad_edge=False)
+    for name in ("", "conversations", "messages", "tokens"):
+        table.add_column(name, justify="right" if name else "left")
+    table.add_row("before", f"{report['conversations']:,}", f"{before['messages']:,}", f"{before['tokens']:,}")
+    table.add_row("after", f"{report['changed']:,} changed", f"{after['messages']:,}", f"{after['tokens']:,}")
+    parts.append(table)
+    if report["strategies"]:
+        used = ", ".join(f"{name} ({count:,})" for name, count in report["strategies"].items())
+        parts.append(Text(f"strategies (conversations changed): {used}"))
+    if report["over_budget"]:
+        parts.append(Text(f"{report['over_budget']:,} conversation(s) still over budget: pinned messages alone "
+                          "exceed it", style="bold red"))
+    if report["skipped_lines"]:
+        where = ", ".join(str(s["line"]) for s in report["skipped_lines"][:10])
+        parts.append(Text(f"warning: {len(report['skipped_lines'])} invalid line(s) kept as is (line {where})",
+                          style="yellow"))
     return Group(*parts)
 
 

@@ -112,12 +112,19 @@ def compact_file(
         if isinstance(memo, CompactionResult):
             return memo
     transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin)
+    if transcript.format == formats.DATASET and target_format not in (None, formats.DATASET):
+        from core.errors import ConfigError
+
+        raise ConfigError("--to cannot convert a conversation-per-line dataset", fix="leave out --to")
     counter, choice = open_counter(config, use_cache=use_cache)
     counter.progress = progress
     own_seams = seams is None
     if seams is None:
         seams = open_seams(config) if mode != UNLIMITED else Seams()
     try:
+        if transcript.format == formats.DATASET:
+            return _compact_dataset(transcript, config, counter, choice, mode=mode, repair=repair,
+                                    skip_invalid=skip_invalid, seams=seams)
         result = compact(
             transcript.messages,
             config,
@@ -149,6 +156,18 @@ def compact_file(
             counter.cache.close()
         if own_seams and seams.store is not None:
             seams.store.close()
+
+
+def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter, choice: Any, *, mode: str,
+                     repair: bool, skip_invalid: bool, seams: Seams) -> CompactionResult:
+    """Each conversation of a dataset compacted on its own budget; the report has a row per conversation."""
+    from core.dataset import DatasetCompactor
+
+    compactor = DatasetCompactor(decoded.path, config, counter=counter, encoder=choice, mode=mode, repair=repair,
+                                 skip_invalid=skip_invalid, seams=seams)
+    output = [compactor.line(line.number, line.to_bytes()) for line in decoded.lines]
+    return CompactionResult(messages=[], report=compactor.report(),
+                            writer=lambda _messages: (chunk for line in output for chunk in (line, b"\n")))
 
 
 def _memo_lookup(

@@ -28,14 +28,15 @@ SAMPLE_BYTES = 8 << 20
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 OPENAI = "openai"
+DATASET = "dataset"
 
 
 def _codecs() -> dict[str, Codec]:
     # Most specific first: detection picks the first whose evidence a line shows.
-    from core.formats import anthropic, claude_code, codex, openai_chat, pi, responses, sharegpt
+    from core.formats import anthropic, claude_code, codex, dataset, openai_chat, pi, responses, sharegpt
 
     found: dict[str, Codec] = {}
-    for module in (claude_code, codex, pi, responses, anthropic, sharegpt, openai_chat):
+    for module in (claude_code, codex, pi, responses, anthropic, sharegpt, dataset, openai_chat):
         codec = module.CODEC
         found[codec.name] = codec
     return found
@@ -78,7 +79,7 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
         if not fitting:
             if any(c.accepts(line.data) for c in codecs().values()):
                 raise _mixed_or_unknown(path, line, candidates, first_line)
-            if not first_line and ("role" in line.data or "messages" in line.data):
+            if not first_line and "role" in line.data:
                 return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
             if not first_line:
                 raise _mixed_or_unknown(path, line, candidates, first_line)
@@ -190,6 +191,8 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
         with open(path, "rb") as stream:
             raw = stream.read()
     skipped: list[dict[str, Any]] = []
+    if codec.name == DATASET:  # core.dataset compacts each line's conversation and checks the lines itself
+        return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
     lines = split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
     if not lines:
         raise InputError("the file is empty; a transcript needs at least one message", path=name)

@@ -1,0 +1,122 @@
+"""The formats layer as a user meets it: detection, --from/--to, the report's format, datasets on the main command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.schemas import validator
+from tests.helpers import assistant_calls, call, invoke, msg, read_messages, result, write_messages
+from tests.test_dataset import validate_dataset_report
+
+
+def chat(tmp_path: Path) -> Path:
+    return write_messages(tmp_path / "chat.jsonl", [
+        msg("system", "You are terse."),
+        msg("user", "list the files"),
+        assistant_calls(call("c1", "bash", command="ls")),
+        result("c1", "a.txt\nb.txt " + "x " * 3000),
+        msg("assistant", "Two files."),
+        msg("user", "thanks"),
+    ])
+
+
+def test_a_chat_transcript_reports_its_format_and_the_report_validates(tmp_path: Path) -> None:
+    path = chat(tmp_path)
+    out = invoke(str(path), "--max-tokens", "500", "-o", str(tmp_path / "out.jsonl"), "--report", str(tmp_path / "r.json"))
+    assert out.exit_code == 0, out.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["format"] == {"input": "openai", "output": "openai", "losses": []}
+    validator("report").validate(report)
+
+
+def test_to_openai_on_a_chat_transcript_changes_nothing(tmp_path: Path) -> None:
+    path = chat(tmp_path)
+    out = invoke(str(path), "--unlimited", "--to", "openai", "-o", str(tmp_path / "out.jsonl"))
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "out.jsonl").read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--from", "yaml"], "unknown format 'yaml' (use one of "),
+        (["--to", "xml"], "unknown format 'xml' (use one of "),
+        (["--in-place", "--to", "openai"], "--in-place keeps the file's format"),
+    ],
+)
+def test_bad_format_options_are_one_line_usage_errors(tmp_path: Path, args: list[str], expected: str) -> None:
+    path = chat(tmp_path)
+    out = invoke(str(path), *args)
+    assert out.exit_code == 2
+    assert expected in out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
+def test_a_line_in_no_known_format_names_the_line_and_the_formats(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"event": "click", "x": 3}\n', encoding="utf-8")
+    out = invoke(str(path))
+    assert out.exit_code == 2
+    assert f"{path}:1: this line is not a message in any format compact reads" in out.output
+    assert "OpenAI chat" in out.output and "--from FORMAT" in out.output
+
+
+def test_a_file_mixing_two_formats_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.jsonl"
+    lines = [msg("user", "hi"), msg("assistant", "hello"), {"id": 1, "messages": [msg("user", "hi")]}]
+    write_messages(path, lines)
+    out = invoke(str(path), "--max-tokens", "100")
+    assert out.exit_code == 2
+    assert f"{path}:3: this line is a conversation-per-line dataset but the lines before it are" in out.output
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_count_accepts_from_and_says_the_format(tmp_path: Path) -> None:
+    path = chat(tmp_path)
+    out = invoke("count", str(path), "--from", "openai", "--format", "json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["format"] == "openai"
+
+
+# -- conversation-per-line datasets on the main command --------------------------------------
+
+
+def dataset(tmp_path: Path) -> Path:
+    long = [msg("system", "policy"), msg("user", "q1"), assistant_calls(call("c1", "lookup", id=1)),
+            result("c1", "record " * 4000), msg("assistant", "found it"), msg("user", "q2")]
+    short = [msg("user", "hello"), msg("assistant", "hi")]
+    path = tmp_path / "set.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in (
+        {"task_id": 1, "messages": long, "reward": 1.0},
+        {"task_id": 2, "messages": short, "reward": 0.0},
+    )) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_dataset_is_compacted_conversation_by_conversation(tmp_path: Path) -> None:
+    path = dataset(tmp_path)
+    out = invoke(str(path), "--max-tokens", "1000", "-o", str(tmp_path / "out.jsonl"),
+                 "--report", str(tmp_path / "r.json"), "--table")
+    assert out.exit_code == 0, out.output
+    first, second = read_messages((tmp_path / "out.jsonl").read_text())
+    assert list(first) == ["task_id", "messages", "reward"] and first["task_id"] == 1
+    assert len(json.dumps(first["messages"])) < 5000  # the long tool result went
+    assert second == json.loads(path.read_text().splitlines()[1])  # the short one is untouched
+    report = json.loads((tmp_path / "r.json").read_text())
+    validate_dataset_report(report)
+    assert report["conversations"] == 2 and report["changed"] == 1
+    assert [row["line"] for row in report["rows"]] == [1, 2]
+    assert "(dataset)" in out.output and "1 changed" in out.output
+
+
+def test_options_for_one_transcript_are_refused_on_a_dataset(tmp_path: Path) -> None:
+    path = dataset(tmp_path)
+    out = invoke(str(path), "--max-tokens", "1000", "--dry-run")
+    assert out.exit_code == 2
+    assert "--dry-run works on one transcript" in out.output
+    out = invoke(str(path), "--max-tokens", "1000", "--to", "anthropic")
+    assert out.exit_code == 2
+    assert "--to cannot convert a conversation-per-line dataset" in out.output
