@@ -133,9 +133,9 @@ def diff(
 
 def validate(file: FileArg, provider: ProviderOpt) -> None:
     from core.provider_check import check_transcript
-    from core.transcript import read_transcript
+    from core.formats import read_one
 
-    transcript = read_transcript(file)
+    transcript = read_one(file, command="compact validate")
     data, lines = [m.data for m in transcript.messages], [m.line for m in transcript.messages]
     problems = check_transcript(data, provider.value, lines=lines)
     for problem in problems:

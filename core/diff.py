@@ -119,10 +119,10 @@ def diff_files(
 ) -> TranscriptDiff:
     """Read and count both transcripts (one of them may be ``-``) and align them."""
     from core.api import open_counter
-    from core.transcript import read_transcript
+    from core.formats import read_one
 
-    before = read_transcript(before_path, stdin=stdin)
-    after = read_transcript(after_path, stdin=stdin)
+    before = read_one(before_path, stdin=stdin, command="compact diff")
+    after = read_one(after_path, stdin=stdin, command="compact diff")
     counter, choice = open_counter(config, use_cache=use_cache)
     try:
         counted_before = counter.count_messages(before.messages)

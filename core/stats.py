@@ -167,9 +167,9 @@ def stats_file(
 ) -> TranscriptStats:
     """Read ``path`` (``-`` for stdin), count it as ``compact count`` does, and break the tokens down."""
     from core.api import open_counter
-    from core.transcript import read_transcript
+    from core.formats import read_one
 
-    transcript = read_transcript(path, stdin=stdin)
+    transcript = read_one(path, stdin=stdin, command="compact stats")
     counter, choice = open_counter(config, use_cache=use_cache)
     try:
         counted = counter.count_messages(transcript.messages)

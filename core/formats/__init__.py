@@ -203,6 +203,15 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     return Decoded(name, codec.name, lines, messages, skipped)
 
 
+def read_one(path: str, *, stdin: BinaryIO | None = None, command: str = "this command") -> Decoded:
+    """One transcript in any format (a dataset holds many: refused with a one-line error)."""
+    decoded = read(path, stdin=stdin)
+    if decoded.format == DATASET:
+        raise InputError(f"{command} reads one transcript, and this file is a conversation-per-line dataset",
+                         path=decoded.path, fix="compact it with `compact FILE` or `compact batch`")
+    return decoded
+
+
 def write(decoded: Decoded, result: Sequence[Message], target: str | None = None,
           losses: Losses | None = None) -> Iterator[bytes]:
     """The output bytes: ``result`` in the input's format, or rendered fresh in ``target``'s."""
