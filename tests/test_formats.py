@@ -120,3 +120,24 @@ def test_options_for_one_transcript_are_refused_on_a_dataset(tmp_path: Path) -> 
     out = invoke(str(path), "--max-tokens", "1000", "--to", "anthropic")
     assert out.exit_code == 2
     assert "--to cannot convert a conversation-per-line dataset" in out.output
+
+
+# -- counting the blocks other formats bring ------------------------------------------------
+
+
+def test_thinking_reasoning_and_documents_are_counted_as_documented() -> None:
+    from core.messages import countable_text, image_count
+
+    content = [
+        {"type": "thinking", "thinking": "weigh the options", "signature": "c2lnbmF0dXJl"},
+        {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "checked the tests"}],
+         "encrypted_content": "gAAAA"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "the spec"}},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+    ]
+    text = countable_text({"role": "assistant", "content": content})
+    assert text.split("\n") == ["weigh the options", "checked the tests", "the spec"]
+    assert "ZW5jcnlwdGVk" not in text and "gAAAA" not in text and "c2lnbmF0dXJl" not in text
+    assert image_count(content) == 2  # the PDF and the image; the text document is read as text
