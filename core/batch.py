@@ -48,7 +48,7 @@ from core.fileio import atomic_write_bytes, atomic_write_chunks
 from core.pipeline import BUDGET, UNLIMITED, compact
 from core.seams import Seams
 from core.tokens import EncoderChoice, TokenCounter, load_counter
-from core.transcript import LineRef, open_input, read_transcript, write_transcript
+from core.transcript import LineRef, open_input
 
 BATCH_REPORT_VERSION = 1
 SIDECAR_VERSION = 1
@@ -312,11 +312,13 @@ def _message_counter(config: MemoryConfig, use_cache: bool) -> tuple[MessageCoun
 def _compact_transcript(
     task: BatchTask, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice, seams: Seams
 ) -> BatchRow:
-    transcript = read_transcript(task.input, skip_invalid=task.skip_invalid)
+    from core import formats
+
+    transcript = formats.read(task.input, skip_invalid=task.skip_invalid)  # any format; written back in it
     try:
         result = compact(transcript.messages, config, counter, encoder=choice, mode=task.mode, repair=task.repair,
                          seams=seams, source=task.input, skipped_lines=transcript.skipped_lines)
-        write_transcript(result.messages, task.output)
+        atomic_write_chunks(task.output, formats.write(transcript, result.messages))
     finally:
         _close_source(transcript.messages)
     report = result.report

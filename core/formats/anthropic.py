@@ -1,21 +1,370 @@
-"""Anthropic Messages (not written yet: detection never picks it)."""
+"""Anthropic Messages, one message per line; and the block <-> canonical conversion Claude Code reuses.
+
+A line is ``{"role": "user"|"assistant", "content": str | [blocks]}``; a
+``{"system": str | [text blocks]}`` line or a first message with role
+``system`` carries the system prompt.
+
+Reading: an assistant message becomes one canonical assistant message, its
+``tool_use`` blocks its ``tool_calls`` (``input`` as a JSON string), every
+other block (text, thinking with its signature, redacted_thinking, unknown
+types) a content part kept verbatim. A user message splits: each
+``tool_result`` block becomes its own ``tool`` message (``tool_call_id`` =
+``tool_use_id``), the remaining blocks (text, image, document, ...) one user
+message; a user message holding only results is no user message. User text
+that compact wrote (``CUCA ...`` markers, ``[compact: ...]``) or an earlier
+compaction's summary ("This session is being continued ...") reads back as a
+system message, so a second run recognises it.
+
+Writing back: untouched lines are copied; a changed line is rebuilt from its
+own blocks (unchanged blocks as they were, a rewritten result keeps its
+``tool_use_id``, ``is_error`` and unknown fields). Messages compact adds are
+user text lines (the Messages API has no system role mid-conversation).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats.base import Codec
+import orjson
+
+from core.formats.base import (
+    Codec, Decoded, Drop, Insert, Keep, Line, Losses, changed, line_error, origin_message, plan,
+)
+from core.messages import PLACEHOLDER_PREFIX, SUMMARY_MARKER, Message, is_summary, tool_calls
+
+# Blocks only the Anthropic API writes: a line holding one is evidence of the format.
+NATIVE_BLOCKS = frozenset({
+    "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document",
+    "web_search_tool_result", "search_result",
+})
+# User text compact wrote, or an agent's earlier compaction: read back as a system message.
+COMPACT_PREFIXES = ("CUCA ", PLACEHOLDER_PREFIX, SUMMARY_MARKER)
+CONTINUATION = "This session is being continued from a previous conversation"
+_CANONICAL_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
 
 
-class _Pending(Codec):
+# -- reading: blocks -> canonical -------------------------------------------------------------
+
+def is_tool_use(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_use"
+
+
+def call_of(block: dict[str, Any]) -> dict[str, Any]:
+    """A ``tool_use`` block as a canonical tool call."""
+    return {"id": block.get("id"), "type": "function",
+            "function": {"name": block.get("name", ""), "arguments": orjson.dumps(block.get("input", {})).decode()}}
+
+
+def assistant_data(blocks: Sequence[Any]) -> dict[str, Any]:
+    """Canonical assistant message of a list of blocks: tool_use -> tool_calls, the rest content parts."""
+    parts = [b for b in blocks if not is_tool_use(b)]
+    calls = [call_of(b) for b in blocks if is_tool_use(b)]
+    if not calls:
+        return {"role": "assistant", "content": parts}
+    return {"role": "assistant", "content": parts or None, "tool_calls": calls}
+
+
+def first_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        text = content[0].get("text")
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+def is_summary_text(content: Any) -> bool:
+    return first_text(content).startswith(CONTINUATION)
+
+
+def user_pieces(content: Any) -> list[tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any]]]:
+    """The canonical messages of a user message's content: (data, block indexes it owns or None for all, extra).
+
+    Tool results come first (each its own ``tool`` message), then one message
+    with the remaining blocks, if any.
+    """
+    if not isinstance(content, list):
+        return [_text_piece(content, None)]
+    pieces: list[tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any]]] = []
+    rest: list[int] = []
+    for index, block in enumerate(content):
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            result = block.get("content", "")
+            data = {"role": "tool", "tool_call_id": block.get("tool_use_id"),
+                    "content": result if isinstance(result, (str, list)) else ""}
+            pieces.append((data, (index,), {}))
+        else:
+            rest.append(index)
+    if rest:
+        parts = content if len(rest) == len(content) else [content[i] for i in rest]
+        pieces.append(_text_piece(parts, tuple(rest)))
+    return pieces
+
+
+def _text_piece(content: Any, owns: tuple[int, ...] | None) -> tuple[dict[str, Any], tuple[int, ...] | None, dict[str, Any]]:
+    text = first_text(content)
+    if text.startswith(CONTINUATION):
+        return {"role": "system", "content": content}, owns, {"summary": True}
+    if text.startswith(COMPACT_PREFIXES):
+        return {"role": "system", "content": content}, owns, {}
+    return {"role": "user", "content": content}, owns, {}
+
+
+# -- writing back: canonical -> blocks --------------------------------------------------------
+
+def to_blocks(content: Any) -> list[Any]:
+    """Canonical content as Anthropic blocks (text parts, images from ``image_url``; other blocks as they are)."""
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    blocks: list[Any] = []
+    for part in content if isinstance(content, list) else [content]:
+        if isinstance(part, str):
+            blocks.append({"type": "text", "text": part})
+        elif isinstance(part, dict) and part.get("type") == "image_url":
+            blocks.append(_image_block(part))
+        elif isinstance(part, dict) and part.get("type") in ("input_text", "output_text"):
+            blocks.append({"type": "text", "text": part.get("text", "")})
+        else:
+            blocks.append(part)
+    return blocks
+
+
+def _image_block(part: dict[str, Any]) -> dict[str, Any]:
+    image = part.get("image_url")
+    url = str(image.get("url", "") if isinstance(image, dict) else image or "")
+    if url.startswith("data:") and ";base64," in url:
+        media, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def use_block(call: dict[str, Any], template: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A canonical tool call as a ``tool_use`` block (unknown fields of ``template`` kept)."""
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    arguments = function.get("arguments", "{}")
+    try:
+        value = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+    except orjson.JSONDecodeError:
+        value = {"arguments": arguments}
+    block = dict(template) if template else {"type": "tool_use"}
+    block.update({"id": call.get("id"), "name": function.get("name", ""),
+                  "input": value if isinstance(value, dict) else {"arguments": value}})
+    return block
+
+
+def assistant_blocks(before: dict[str, Any], after: dict[str, Any],
+                     original: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """The blocks of a rewritten assistant message, each with where it came from (None: new).
+
+    ``original`` is the message's ``(where, block)`` list in order. Unchanged
+    blocks and calls keep their place (and bytes: thinking signatures); new
+    text replaces the old parts in place when there are as many, else takes the
+    first part's place; calls compact did not know come last.
+    """
+    calls = {c.get("id"): c for c in tool_calls(after)}
+    same_text = after.get("content") == before.get("content")
+    new_parts = None if same_text else to_blocks(after.get("content"))
+    slots = sum(1 for _, block in original if not is_tool_use(block))
+    fits = new_parts is not None and len(new_parts) == slots
+    out: list[tuple[Any, Any]] = []
+    placed = new_parts is None
+    next_part = 0
+    for where, block in original:
+        if is_tool_use(block):
+            call = calls.pop(block.get("id"), None)
+            if call is not None:
+                out.append((where, block if call_of(block) == call else use_block(call, block)))
+        elif new_parts is None:
+            out.append((where, block))
+        elif fits:
+            out.append((where, new_parts[next_part]))
+            next_part += 1
+        elif not placed:
+            out.extend((where, part) for part in new_parts)
+            placed = True
+    if not placed:
+        out[0:0] = [(None, part) for part in new_parts or ()]
+    out.extend((None, use_block(call)) for call in calls.values())
+    return out
+
+
+def result_block(block: dict[str, Any], before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """A tool_result block with the rewritten content (its id, is_error and unknown fields kept)."""
+    rebuilt = dict(block)
+    if after.get("content") != before.get("content"):
+        content = after.get("content")
+        rebuilt["content"] = content if isinstance(content, str) else to_blocks(content)
+    return rebuilt
+
+
+def user_content(original: Any, pieces: Sequence[tuple[Message, Message | None]]) -> Any:
+    """A user message's content after compaction (None: nothing left of it).
+
+    ``pieces`` pairs each canonical message of the line with what became of it;
+    each names the blocks it owns in ``extra["owns"]``.
+    """
+    if not isinstance(original, list):
+        after = pieces[0][1]
+        if after is None:
+            return None
+        content = after.data.get("content")
+        return content if isinstance(content, str) else to_blocks(content)
+    owner: dict[int, tuple[Message, Message | None]] = {}
+    for before, after in pieces:
+        for index in before.extra.get("owns") or ():
+            owner[index] = (before, after)
+    out: list[Any] = []
+    for index, block in enumerate(original):
+        piece = owner.get(index)
+        if piece is None:
+            out.append(block)
+            continue
+        before, after = piece
+        if after is None:
+            continue
+        if not changed(before, after):
+            out.append(block)
+        elif before.role == "tool":
+            out.append(result_block(block, before.data, after.data))
+        elif index == before.extra["owns"][0]:
+            out.extend(to_blocks(after.data.get("content")))
+    return out or None
+
+
+def inserted_text(message: Message) -> str | list[Any]:
+    content = message.data.get("content")
+    return content if isinstance(content, str) else to_blocks(content)
+
+
+# -- the codec ---------------------------------------------------------------------------------
+
+def _is_system_line(data: dict[str, Any]) -> bool:
+    return "system" in data and "role" not in data
+
+
+class Anthropic(Codec):
     name = "anthropic"
     title = "Anthropic Messages"
 
     def accepts(self, data: dict[str, Any]) -> bool:
-        return False
+        if _is_system_line(data):
+            return isinstance(data["system"], (str, list))
+        if data.get("role") not in ("user", "assistant", "system") or data.get("type", "message") != "message":
+            return False
+        if "tool_calls" in data or "tool_call_id" in data or "function_call" in data:
+            return False
+        content = data.get("content")
+        return isinstance(content, str) or isinstance(content, list) and all(
+            isinstance(b, dict) and isinstance(b.get("type"), str) for b in content)
 
     def evidence(self, data: dict[str, Any]) -> bool:
-        return False
+        if _is_system_line(data):
+            return True
+        content = data.get("content")
+        return isinstance(content, list) and any(
+            b.get("type") in NATIVE_BLOCKS or b.get("type") == "image" and "source" in b for b in content)
+
+    def decode(self, lines: list[Line], path: str) -> list[Message]:
+        messages: list[Message] = []
+        for line in lines:
+            data = line.data
+            if data is None:
+                continue  # an invalid line kept verbatim (--skip-invalid)
+            if not self.accepts(data):
+                raise line_error(path, line, "this line is not an Anthropic message",
+                                 fix='each line is {"role": "user"|"assistant", "content": ...} or {"system": ...}')
+            if _is_system_line(data):
+                messages.append(origin_message({"role": "system", "content": data["system"]}, [line.number]))
+            elif data["role"] == "system":
+                messages.append(origin_message({"role": "system", "content": data["content"]}, [line.number]))
+            elif data["role"] == "assistant":
+                content = data["content"]
+                canonical = assistant_data(content) if isinstance(content, list) else {"role": "assistant", "content": content}
+                messages.append(origin_message(canonical, [line.number]))
+            else:
+                for canonical, owns, extra in user_pieces(data["content"]):
+                    messages.append(origin_message(canonical, [line.number], owns=owns, **extra))
+        return messages
+
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+        for step in plan(decoded, result):
+            if isinstance(step, Keep):
+                yield step.line.source  # type: ignore[misc]  # serialise_lines copies a memoryview
+            elif isinstance(step, Insert):
+                yield {"role": "user", "content": inserted_text(step.message)}
+            elif not isinstance(step, Drop):
+                rebuilt = self._rebuild(step.line.data or {}, step.pieces)
+                if rebuilt is not None:
+                    yield rebuilt
+
+    def _rebuild(self, data: dict[str, Any], pieces: Sequence[tuple[Message, Message | None]]) -> dict[str, Any] | None:
+        before, after = pieces[0]
+        if _is_system_line(data):
+            return None if after is None else {**data, "system": after.data.get("content")}
+        if data["role"] == "system":
+            return None if after is None else {**data, "content": after.data.get("content")}
+        if data["role"] == "assistant":
+            if after is None:
+                return None
+            if not isinstance(data["content"], list):
+                content: Any = after.data.get("content")
+                if tool_calls(after.data) or not isinstance(content, str):
+                    content = to_blocks(content) + [use_block(c) for c in tool_calls(after.data)]
+                return {**data, "content": content}
+            blocks = assistant_blocks(before.data, after.data, list(enumerate(data["content"])))
+            return {**data, "content": [block for _, block in blocks]} if blocks else None
+        content = user_content(data["content"], pieces)
+        return None if content is None else {**data, "content": content}
+
+    def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
+        first = True
+        for message in messages:
+            data = message.data
+            role = data.get("role")
+            if role != "tool" and results:
+                yield {"role": "user", "content": results}
+                results = []
+            extra_keys = [k for k in data if k not in _CANONICAL_KEYS]
+            if extra_keys:
+                losses.add("message fields Anthropic Messages has no place for (" + ", ".join(sorted(extra_keys)) + ")")
+            if role == "tool":
+                results.append(render_result(message))
+            elif role in ("system", "developer"):
+                if first and not is_summary(message) and not first_text(data.get("content")).startswith(COMPACT_PREFIXES):
+                    yield {"system": data.get("content") or ""}
+                else:
+                    if not is_summary(message) and not first_text(data.get("content")).startswith(COMPACT_PREFIXES):
+                        losses.add("system messages after the first (written as user text)")
+                    yield {"role": "user", "content": inserted_text(message)}
+            elif role == "assistant":
+                yield {"role": "assistant", "content": render_assistant(data)}
+            elif role == "user":
+                content = data.get("content")
+                yield {"role": "user", "content": content if isinstance(content, str) else to_blocks(content)}
+            else:
+                losses.add(f"{role or 'role-less'} messages")
+            first = False
+        if results:
+            yield {"role": "user", "content": results}
 
 
-CODEC = _Pending()
+def render_result(message: Message) -> dict[str, Any]:
+    content = message.data.get("content")
+    tool_use_id = message.data.get("tool_call_id") or message.extra.get("native_id") or ""
+    return {"type": "tool_result", "tool_use_id": tool_use_id,
+            "content": content if isinstance(content, str) else to_blocks(content) if content is not None else ""}
+
+
+def render_assistant(data: dict[str, Any]) -> Any:
+    calls = tool_calls(data)
+    content = data.get("content")
+    if not calls and isinstance(content, str):
+        return content
+    return to_blocks(content) + [use_block(dict(c)) for c in calls]
+
+
+CODEC = Anthropic()
