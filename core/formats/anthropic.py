@@ -23,15 +23,32 @@ user text lines (the Messages API has no system role mid-conversation).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from core.formats.base import (
-    Codec, Decoded, Drop, Insert, Keep, Line, Losses, changed, line_error, origin_message, plan,
+    Codec,
+    Decoded,
+    Drop,
+    Insert,
+    Keep,
+    Line,
+    Losses,
+    changed,
+    line_error,
+    origin_message,
+    plan,
 )
-from core.messages import PLACEHOLDER_PREFIX, SUMMARY_MARKER, Message, is_summary, tool_calls
+from core.messages import (
+    PLACEHOLDER_PREFIX,
+    SUMMARY_MARKER,
+    Message,
+    is_summary,
+    result_ids,
+    tool_calls,
+)
 
 # Blocks only the Anthropic API writes: a line holding one is evidence of the format.
 NATIVE_BLOCKS = frozenset({
@@ -41,7 +58,7 @@ NATIVE_BLOCKS = frozenset({
 # User text compact wrote, or an agent's earlier compaction: read back as a system message.
 COMPACT_PREFIXES = ("CUCA ", PLACEHOLDER_PREFIX, SUMMARY_MARKER)
 CONTINUATION = "This session is being continued from a previous conversation"
-_CANONICAL_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id"})
+CARRIED = frozenset({"role", "content", "tool_calls", "tool_call_id", "tool_call_ids"})
 
 
 # -- reading: blocks -> canonical -------------------------------------------------------------
@@ -141,17 +158,18 @@ def _image_block(part: dict[str, Any]) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": url}}
 
 
-def use_block(call: dict[str, Any], template: dict[str, Any] | None = None) -> dict[str, Any]:
+def use_block(call: Mapping[str, Any], template: dict[str, Any] | None = None) -> dict[str, Any]:
     """A canonical tool call as a ``tool_use`` block (unknown fields of ``template`` kept)."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
     arguments = function.get("arguments", "{}")
     try:
         value = orjson.loads(arguments) if isinstance(arguments, str) else arguments
     except orjson.JSONDecodeError:
         value = {"arguments": arguments}
-    block = dict(template) if template else {"type": "tool_use"}
-    block.update({"id": call.get("id"), "name": function.get("name", ""),
-                  "input": value if isinstance(value, dict) else {"arguments": value}})
+    block: dict[str, Any] = dict(template) if template else {"type": "tool_use"}
+    block["id"] = call.get("id")
+    block["name"] = function.get("name", "")
+    block["input"] = value if isinstance(value, dict) else {"arguments": value}
     return block
 
 
@@ -328,11 +346,11 @@ class Anthropic(Codec):
             if role != "tool" and results:
                 yield {"role": "user", "content": results}
                 results = []
-            extra_keys = [k for k in data if k not in _CANONICAL_KEYS]
+            extra_keys = [k for k in data if k not in CARRIED]
             if extra_keys:
                 losses.add("message fields Anthropic Messages has no place for (" + ", ".join(sorted(extra_keys)) + ")")
             if role == "tool":
-                results.append(render_result(message))
+                results.append(render_result(message, losses))
             elif role in ("system", "developer"):
                 if first and not is_summary(message) and not first_text(data.get("content")).startswith(COMPACT_PREFIXES):
                     yield {"system": data.get("content") or ""}
@@ -352,9 +370,13 @@ class Anthropic(Codec):
             yield {"role": "user", "content": results}
 
 
-def render_result(message: Message) -> dict[str, Any]:
+def render_result(message: Message, losses: Losses) -> dict[str, Any]:
+    """A canonical tool message as a ``tool_result`` block."""
     content = message.data.get("content")
-    tool_use_id = message.data.get("tool_call_id") or message.extra.get("native_id") or ""
+    ids = result_ids(message.data)
+    if len(ids) > 1:
+        losses.add("tool results answering several calls (tied to the first)")
+    tool_use_id = ids[0] if ids else message.extra.get("native_id") or ""
     return {"type": "tool_result", "tool_use_id": tool_use_id,
             "content": content if isinstance(content, str) else to_blocks(content) if content is not None else ""}
 
@@ -364,7 +386,7 @@ def render_assistant(data: dict[str, Any]) -> Any:
     content = data.get("content")
     if not calls and isinstance(content, str):
         return content
-    return to_blocks(content) + [use_block(dict(c)) for c in calls]
+    return to_blocks(content) + [use_block(c) for c in calls]
 
 
 CODEC = Anthropic()

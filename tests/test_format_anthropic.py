@@ -1,0 +1,214 @@
+"""Anthropic Messages (issue 5): read as canonical messages, compacted, written back as Anthropic lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core import formats
+from core.messages import is_summary
+from tests.helpers import invoke
+
+FIXTURES = Path(__file__).parent / "fixtures" / "formats"
+BLOCKS = FIXTURES / "anthropic_all_blocks.jsonl"  # every block kind, unknown fields and block types included
+SYSTEM_FIRST = FIXTURES / "anthropic_system_message.jsonl"  # the system prompt as a first role=system message
+ORPHANS = FIXTURES / "anthropic_orphans.jsonl"  # a result without its call, a call without its result
+CLAUDE_CODE = "claude-code/cctrace-phase0-investigation.jsonl"
+
+
+def lines_of(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def run(*args: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    report = tmp_path / "report.json"
+    result = invoke(*args, "--report", str(report))
+    assert result.exit_code == 0, result.output
+    return result, json.loads(report.read_text())
+
+
+def blocks(line: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    content = line.get("content")
+    return [b for b in content if b.get("type") == kind] if isinstance(content, list) else []
+
+
+def pairs(out: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
+    uses = {b["id"] for line in out for b in blocks(line, "tool_use")}
+    results = {b["tool_use_id"] for line in out for b in blocks(line, "tool_result")}
+    return uses, results
+
+
+@pytest.mark.parametrize("path", [BLOCKS, SYSTEM_FIRST, ORPHANS], ids=lambda p: p.name)
+def test_unlimited_round_trip_gives_every_line_back(path: Path, tmp_path: Path) -> None:
+    result, report = run(str(path), "--unlimited", tmp_path=tmp_path)
+    assert result.stdout.encode() == path.read_bytes()
+    assert report["format"] == {"input": "anthropic", "output": "anthropic", "losses": []}
+
+
+def test_blocks_become_canonical_messages() -> None:
+    decoded = formats.read(str(BLOCKS))
+    assert decoded.format == "anthropic"
+    roles = [m.role for m in decoded.messages]
+    # the line holding two results and text: two tool messages, then the user's text
+    assert roles == ["system", "user", "user", "assistant", "tool", "tool", "user", "assistant", "tool", "assistant", "user"]
+    source = lines_of(BLOCKS.read_text())
+    reply = decoded.messages[3].data
+    thinking, _text, unknown = reply["content"]
+    assert thinking == source[3]["content"][0]  # verbatim, signature included
+    assert unknown == {"type": "future_block", "payload": {"x": 1}}
+    assert [c["id"] for c in reply["tool_calls"]] == ["toolu_01A", "toolu_01B"]
+    assert json.loads(reply["tool_calls"][0]["function"]["arguments"]) == {"file_path": "app.py"}
+    error_result = decoded.messages[5].data
+    assert error_result["tool_call_id"] == "toolu_01B"
+    assert error_result["content"][1]["type"] == "image"
+    assert decoded.messages[6].data == {"role": "user", "content": [{"type": "text", "text": "The test log is above."}]}
+    assert decoded.messages[7].data["content"][0]["type"] == "redacted_thinking"
+
+
+def test_a_system_line_and_a_first_system_message_are_the_pinned_system_prompt(tmp_path: Path) -> None:
+    for path in (BLOCKS, SYSTEM_FIRST):
+        result, _ = run(str(path), "--strategy", "sliding_window:keep_messages=2", "--max-messages", "2",
+                        tmp_path=tmp_path)
+        out = lines_of(result.stdout)
+        assert out[0] == lines_of(path.read_text())[0]
+
+
+def test_a_cleared_result_is_written_in_place_with_its_id_and_flags(tmp_path: Path) -> None:
+    result, report = run(str(BLOCKS), "--strategy", "clear_tool_results:keep_pairs=1", "--max-tokens", "10",
+                         tmp_path=tmp_path)
+    source = BLOCKS.read_text().splitlines()
+    out = result.stdout.splitlines()
+    assert len(out) == len(source)
+    changed = [i for i, (a, b) in enumerate(zip(source, out)) if a != b]
+    assert changed == [4]  # only the line with the two old results; every other line byte for byte
+    rebuilt = json.loads(out[4])
+    first, second = blocks(rebuilt, "tool_result")
+    assert first["tool_use_id"] == "toolu_01A" and first["content"].startswith("[compact:")
+    assert second == {**json.loads(source[4])["content"][1], "content": second["content"]}  # is_error, x_unknown kept
+    assert second["content"].startswith("[compact:")
+    assert rebuilt["content"][2] == {"type": "text", "text": "The test log is above."}
+    assert {e["line"] for e in report["removed"]} == {5}
+
+
+def test_orphans_are_reported_with_the_native_ids_and_repaired(tmp_path: Path) -> None:
+    usage = json.loads(invoke("count", str(ORPHANS), "--format", "json").stdout)
+    assert usage["orphans"] == {"results": [4], "calls": [{"line": 2, "id": "toolu_01LOST"}]}
+    result, report = run(str(ORPHANS), "--unlimited", "--repair", tmp_path=tmp_path)
+    source = lines_of(ORPHANS.read_text())
+    out = lines_of(result.stdout)
+    reply = out[1]
+    assert reply["content"] == [b for b in source[1]["content"] if b.get("id") != "toolu_01LOST"]  # signature kept
+    assert out[3]["content"] == [source[3]["content"][0], source[3]["content"][2]]  # the stray result went, not the rest
+    uses, results = pairs(out)
+    assert uses == results == {"toolu_01OK"}
+    assert {e["reason"] for e in report["removed"]} >= {"orphan tool result: its call is missing"}
+
+
+def test_invalid_line_is_an_error_naming_it_or_kept_verbatim(tmp_path: Path) -> None:
+    source = BLOCKS.read_text().splitlines()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*source[:3], '{"role": "user", "content": [oops', *source[3:]]) + "\n")
+    failed = invoke(str(broken), "--unlimited")
+    assert failed.exit_code == 2
+    assert failed.stderr.splitlines() == [failed.stderr.strip()]
+    assert f"{broken}:4" in failed.stderr
+    result, report = run(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
+    assert result.stdout.splitlines()[3] == '{"role": "user", "content": [oops'
+    assert result.stdout == broken.read_text()
+    assert [s["line"] for s in report["skipped_lines"]] == [4]
+
+
+def test_a_line_in_no_anthropic_shape_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text(BLOCKS.read_text() + '{"hello": "world"}\n')
+    result = invoke(str(path), "--unlimited")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"compact: error: {path}:10: this line is not an Anthropic message")
+
+
+def test_detected_without_from_and_a_mixed_file_is_an_error(tmp_path: Path) -> None:
+    assert formats.read(str(BLOCKS)).format == "anthropic"
+    mixed = tmp_path / "mixed.jsonl"
+    chat = {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    mixed.write_text("\n".join(BLOCKS.read_text().splitlines()[:4] + [json.dumps(chat)]) + "\n")
+    result = invoke(str(mixed), "--unlimited")
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert f"{mixed}:5: this line is OpenAI chat but the lines before it are Anthropic Messages" in result.stderr
+
+
+def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) -> None:
+    chat, report = run(str(BLOCKS), "--unlimited", "--to", "openai", tmp_path=tmp_path)
+    assert {loss["what"] for loss in report["format"]["losses"]} == {
+        "thinking blocks (with their signatures)", "redacted thinking blocks", "document blocks"}
+    chat_path = tmp_path / "chat.jsonl"
+    chat_path.write_text(chat.stdout)
+    back, report = run(str(chat_path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    assert report["format"]["losses"] == []
+    again = tmp_path / "again.jsonl"
+    again.write_text(back.stdout)
+    assert invoke(str(again), "--unlimited", "--to", "openai").stdout == chat.stdout
+
+
+@pytest.mark.parametrize("name", ["openai-chat/swe-agent-marshmallow-1867.jsonl", "openai-chat/tau-bench-airline-task3.jsonl"])
+def test_openai_to_anthropic_and_back_keeps_the_messages(name: str, realdata: Path, tmp_path: Path) -> None:
+    converted, report = run(str(realdata / name), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    losses = {loss["what"] for loss in report["format"]["losses"]}
+    assert all(what.startswith("message fields Anthropic Messages has no place for") for what in losses)
+    path = tmp_path / "anthropic.jsonl"
+    path.write_text(converted.stdout)
+    assert formats.read(str(path)).format == "anthropic"
+    back = lines_of(invoke(str(path), "--unlimited", "--to", "openai").stdout)
+    original = lines_of((realdata / name).read_text())
+    assert len(back) == len(original)
+    for before, after in zip(original, back):
+        assert after["role"] == before["role"]
+        assert after.get("content") == before.get("content")
+        assert [json.loads(c["function"]["arguments"]) for c in after.get("tool_calls", [])] == [
+            json.loads(c["function"]["arguments"]) for c in before.get("tool_calls", [])]
+        assert after.get("tool_call_id") == before.get("tool_call_id", (before.get("tool_call_ids") or [None])[0])
+
+
+def test_a_real_session_compacts_with_calls_and_results_paired(realdata: Path, tmp_path: Path) -> None:
+    converted = invoke(str(realdata / CLAUDE_CODE), "--unlimited", "--to", "anthropic")
+    path = tmp_path / "session.jsonl"
+    path.write_text(converted.stdout)
+    original = lines_of(converted.stdout)
+    result, report = run(str(path), "--max-tokens", "8000", tmp_path=tmp_path)
+    out = lines_of(result.stdout)
+    assert report["format"]["input"] == "anthropic"
+    assert report["after"]["tokens"] <= 8000
+    uses, results = pairs(out)
+    assert uses - results == {"toolu_01LYedDqGBy8HJv92hmfSZz1"}  # the input's own unanswered call (session cut off)
+    assert results <= uses
+    signatures = {b["signature"] for line in original for b in blocks(line, "thinking")}
+    kept = [b["signature"] for line in out for b in blocks(line, "thinking")]
+    assert kept and set(kept) <= signatures
+    assert report["removed"]
+
+
+def test_what_compact_adds_is_user_text_read_back_as_compacts_own(tmp_path: Path) -> None:
+    result, _ = run(str(BLOCKS), "--max-tokens", "60", "--summarizer", "extractive",
+                         "--strategy", "summarize:turns=2", tmp_path=tmp_path)
+    out = lines_of(result.stdout)
+    added = [line for line in out if isinstance(line.get("content"), str) and line["content"].startswith("CUCA summary:")]
+    assert len(added) == 1 and added[0]["role"] == "user"
+    path = tmp_path / "once.jsonl"
+    path.write_text(result.stdout)
+    summaries = [m for m in formats.read(str(path)).messages if is_summary(m)]
+    assert len(summaries) == 1 and summaries[0].role == "system"
+    assert invoke(str(path), "--unlimited").stdout == result.stdout
+
+
+def test_a_continuation_summary_in_user_text_is_a_summary(tmp_path: Path) -> None:
+    path = tmp_path / "continued.jsonl"
+    path.write_text(
+        json.dumps({"role": "user", "content": "This session is being continued from a previous conversation. Summary: ..."})
+        + "\n" + json.dumps({"role": "assistant", "content": [{"type": "text", "text": "Carrying on."}]})
+        + "\n" + json.dumps({"role": "user", "content": "Go."}) + "\n")
+    first = formats.read(str(path), source_format="anthropic").messages[0]  # plain text: --from says which
+    assert first.role == "system" and is_summary(first)
