@@ -196,11 +196,27 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     lines = split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
     if not lines:
         raise InputError("the file is empty; a transcript needs at least one message", path=name)
-    messages = number(codec.decode(lines, name))
+    messages = number(_decode(codec, lines, name, skip_invalid, skipped))
     if not messages:
         raise InputError(f"no messages in this {codec.title}", path=name,
                          fix="a transcript needs at least one user or assistant message")
     return Decoded(name, codec.name, lines, messages, skipped)
+
+
+def _decode(codec: Codec, lines: list[Line], path: str, skip_invalid: bool,
+            skipped: list[dict[str, Any]]) -> list[Message]:
+    """The codec's messages; with ``skip_invalid`` a line of the wrong shape is kept verbatim like bad JSON."""
+    index = {line.number: i for i, line in enumerate(lines)} if skip_invalid else {}
+    while True:
+        try:
+            return codec.decode(lines, path)
+        except InputError as exc:
+            at = index.get(exc.line) if exc.line is not None else None
+            if at is None or lines[at].data is None:
+                raise
+            lines[at] = Line(lines[at].number, None, lines[at].source)
+            skipped.append({"line": exc.line, "error": exc.what})
+            skipped.sort(key=lambda entry: entry["line"])
 
 
 def read_one(path: str, *, stdin: BinaryIO | None = None, command: str = "this command") -> Decoded:
