@@ -1,21 +1,228 @@
-"""Codex CLI rollout (not written yet: detection never picks it)."""
+"""Codex CLI rollout (``~/.codex/sessions/.../rollout-*.jsonl``): ``{timestamp, type, payload}`` lines.
+
+* ``response_item`` lines hold Responses items, read exactly as
+  :mod:`core.formats.responses` reads them (calls pair by ``call_id``,
+  reasoning kept verbatim with its encrypted content).
+* ``compacted`` lines (an earlier compaction by Codex) read as a summary:
+  a system message holding ``payload.message``.
+* ``session_meta``, ``turn_context``, other ``event_msg`` lines and unknown
+  types pass through in place.
+* ``event_msg`` lines that copy a message's text (``user_message``,
+  ``agent_message``, ``agent_reasoning``) or a call's output
+  (``exec_command_end`` and other ``*_end`` events with a ``call_id``) belong
+  to that message: they go when it goes, and a copy of text that was
+  rewritten (a placeholder, a clamp) goes too, so nothing removed survives
+  in a duplicate.
+* Codex's own user-role messages (the AGENTS.md instructions,
+  ``<environment_context>``, ``<user_instructions>``) read as system
+  messages: they do not start a turn, and the most recent *typed* prompt is
+  the one pinned. The first of them (the AGENTS.md instructions) is pinned as
+  the system prompt. They are written back with their own role, user.
+
+A message compact adds is a ``response_item`` line (a ``message`` item of
+role ``system``) with the timestamp of the line it is placed before.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from core.formats.base import Codec
+from core.formats.base import (
+    Codec,
+    Decoded,
+    Drop,
+    Insert,
+    Keep,
+    Line,
+    Losses,
+    Rebuild,
+    Step,
+    changed,
+    line_error,
+    origin_message,
+    plan,
+)
+from core.formats.responses import ItemReader, accepts_item, rebuilt_items, render_items
+from core.messages import Message, tool_calls
+
+LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+HARNESS_PREFIXES = ("# AGENTS.md instructions for", "<environment_context>", "<user_instructions>", "<INSTRUCTIONS>")
 
 
-class _Pending(Codec):
+def is_harness(parts: list[Any]) -> bool:
+    first = next((p.get("text") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)), None)
+    return first is not None and first.lstrip().startswith(HARNESS_PREFIXES)
+
+
+# --- event_msg copies ----------------------------------------------------------------------------
+
+def copy_key(payload: Any) -> tuple[str, str] | None:
+    """What an event_msg payload duplicates: ('user'|'agent'|'reasoning', text) or ('call'|'output', call_id)."""
+    if not isinstance(payload, dict):
+        return None
+    kind = payload.get("type")
+    if kind == "user_message" and isinstance(payload.get("message"), str):
+        return ("user", payload["message"])
+    if kind == "agent_message" and isinstance(payload.get("message"), str):
+        return ("agent", payload["message"])
+    if kind in ("agent_reasoning", "agent_reasoning_raw_content") and isinstance(payload.get("text"), str):
+        return ("reasoning", payload["text"])
+    call_id = payload.get("call_id")
+    if isinstance(call_id, str) and isinstance(kind, str):
+        if kind.endswith("_end"):
+            return ("output", call_id)
+        if kind.endswith("_begin"):
+            return ("call", call_id)
+    return None
+
+
+def message_keys(data: dict[str, Any]) -> set[tuple[str, str]]:
+    """The copy keys an event_msg line duplicating this canonical message would have."""
+    role = data.get("role")
+    if role == "tool":
+        return {("output", str(data.get("tool_call_id")))}
+    content = data.get("content")
+    parts = [{"type": "text", "text": content}] if isinstance(content, str) else content if isinstance(content, list) else []
+    texts = [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)]
+    text_kind = "agent" if role == "assistant" else "user"
+    keys = {(text_kind, t) for t in texts}
+    if texts:
+        keys.add((text_kind, "\n".join(texts)))
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "reasoning":
+            for field in ("summary", "content"):
+                for piece in part.get(field) or ():
+                    if isinstance(piece, dict) and isinstance(piece.get("text"), str):
+                        keys.add(("reasoning", piece["text"]))
+    keys.update(("call", str(c.get("id"))) for c in tool_calls(data))
+    return keys
+
+
+def _link_copies(messages: list[Message], events: list[tuple[int, tuple[str, str]]]) -> None:
+    """Attach each copying event_msg line to the nearest message it copies (an unlinked one first)."""
+    owners: dict[tuple[str, str], list[int]] = {}
+    for index, message in enumerate(messages):
+        for key in message_keys(message.data):
+            owners.setdefault(key, []).append(index)
+    linked: set[tuple[int, tuple[str, str]]] = set()
+    for number_, key in events:
+        candidates = owners.get(key)
+        if not candidates:
+            continue
+        free = [i for i in candidates if (i, key) not in linked]
+        index = min(free or candidates, key=_distance_to(messages, number_))
+        linked.add((index, key))
+        extra = messages[index].extra
+        extra["origin"] = (*extra["origin"], number_)
+        extra.setdefault("copies", {})[number_] = key
+
+
+def _distance_to(messages: list[Message], number_: int) -> Callable[[int], int]:
+    return lambda index: abs((messages[index].line or 0) - number_)
+
+
+# --- the codec -----------------------------------------------------------------------------------
+
+class Codex(Codec):
     name = "codex"
     title = "Codex CLI rollout"
 
     def accepts(self, data: dict[str, Any]) -> bool:
-        return False
+        kind = data.get("type")
+        if not isinstance(kind, str) or not isinstance(data.get("payload"), dict):
+            return False
+        return kind != "response_item" or "type" in data["payload"] or accepts_item(data["payload"])
 
     def evidence(self, data: dict[str, Any]) -> bool:
-        return False
+        return data.get("type") in LINE_TYPES and isinstance(data.get("payload"), dict)
+
+    def decode(self, lines: list[Line], path: str) -> list[Message]:
+        reader = ItemReader(path, harness=is_harness)
+        events: list[tuple[int, tuple[str, str]]] = []
+        for line in lines:
+            data = line.data
+            if data is None:
+                continue
+            if not isinstance(data.get("type"), str) or not isinstance(data.get("payload"), dict):
+                raise line_error(path, line, "a Codex rollout line needs a type and a payload object",
+                                 fix="fix or remove the line, or pass --from to read the file as another format")
+            kind, payload = data["type"], data["payload"]
+            if kind == "response_item":
+                reader.add(line, payload)
+            elif kind == "compacted" and isinstance(payload.get("message"), str):
+                reader.flush()
+                reader.messages.append(origin_message({"role": "system", "content": payload["message"]},
+                                                      [line.number], summary=True, layout=((line.number, "compacted"),)))
+            elif kind == "event_msg":
+                key = copy_key(payload)
+                if key is not None:
+                    events.append((line.number, key))
+        messages = reader.finish()
+        _link_copies(messages, events)
+        return messages
+
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+        steps = list(plan(decoded, result))
+        for position, step in enumerate(steps):
+            if isinstance(step, Keep):
+                yield step.line.to_bytes()
+            elif isinstance(step, Insert):
+                stamp = _neighbour_timestamp(steps, position)
+                for item in render_items(step.message.data, Losses()):
+                    yield {"timestamp": stamp, "type": "response_item", "payload": item}
+            elif isinstance(step, Rebuild):
+                yield from _rebuilt_line(step)
+            else:
+                assert isinstance(step, Drop)
+
+    def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        now = datetime.now(UTC)
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+        yield {"timestamp": stamp, "type": "session_meta",
+               "payload": {"id": str(uuid.uuid4()), "timestamp": stamp, "cwd": "", "originator": "compact",
+                           "cli_version": "", "instructions": None, "source": "cli"}}
+        for message in messages:
+            for item in render_items(message.data, losses):
+                yield {"timestamp": stamp, "type": "response_item", "payload": item}
 
 
-CODEC = _Pending()
+def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:
+    line, data = step.line, step.line.data
+    assert data is not None
+    for before, after in step.pieces:
+        copies = before.extra.get("copies", {})
+        if line.number in copies:  # an event_msg copy: kept only while what it copies is there, unchanged
+            key = copies[line.number]
+            if after is not None and key in message_keys(after.data) and (key[0] != "output" or not changed(before, after)):
+                yield line.to_bytes()
+        elif data.get("type") == "compacted":
+            if after is None:
+                continue
+            text = after.data.get("content")
+            if text == data["payload"].get("message") or not isinstance(text, str):
+                yield line.to_bytes()
+            else:
+                yield {**data, "payload": {**data["payload"], "message": text}}
+        else:
+            items = rebuilt_items(line.number, data["payload"], before, after)
+            if items is None:
+                yield line.to_bytes()
+            else:
+                for item in items:
+                    yield {**data, "payload": item}
+
+
+def _neighbour_timestamp(steps: list[Step], position: int) -> Any:
+    """The timestamp of the line an added message is placed before (or, at the end, after)."""
+    for step in (*steps[position + 1:], *reversed(steps[:position])):
+        line = getattr(step, "line", None)
+        if line is not None and line.data is not None and "timestamp" in line.data:
+            return line.data["timestamp"]
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+CODEC = Codex()

@@ -1,21 +1,452 @@
-"""OpenAI Responses items (not written yet: detection never picks it)."""
+"""OpenAI Responses API items, one per line (issue 5); the item <-> canonical conversion Codex reuses.
+
+How items become canonical messages:
+
+* A ``message`` item of role user, system or developer is one message; its
+  ``input_text`` parts become ``text`` parts (a single text part reads as a
+  plain string). Lines without ``type`` but with a role and Responses-shaped
+  content are the API's short form (``EasyInputMessage``) and read the same:
+  a Responses input list often mixes them in. They are never evidence of
+  this format, so a file of only such lines is still read as OpenAI chat.
+* The assistant side of one model response is one canonical assistant
+  message: the ``reasoning`` items (which come first), the assistant
+  ``message`` item and the consecutive calls after it (parallel calls).
+  Reasoning items and hosted tool calls (``web_search_call`` and other
+  ``*_call`` items without a ``call_id``: their result is inside them) are
+  kept verbatim as content parts, encrypted content included. A second
+  reasoning or assistant message item after a message or a call starts the
+  next assistant message.
+* Calls with a ``call_id`` (``function_call``, ``custom_tool_call``,
+  ``local_shell_call``, ``computer_call``...) are ``tool_calls`` whose id is
+  the ``call_id``; each ``*_call_output`` is a ``tool`` message answering it.
+  Pairing, orphan warnings and ``--repair`` therefore speak of call_ids.
+* Any other item type passes through in place, untouched and never removed.
+
+Writing back, each line is kept byte for byte unless its message changed;
+a changed item keeps every field it had and only its content, output or
+call changes. A message compact adds becomes a ``message`` item of role
+``system`` (read back as a system message, so a rerun recognises its own
+summaries).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats.base import Codec
+import orjson
+
+from core.formats.base import (
+    Codec,
+    Decoded,
+    Drop,
+    Insert,
+    Keep,
+    Line,
+    Losses,
+    Rebuild,
+    line_error,
+    origin_message,
+    plan,
+)
+from core.messages import Message, tool_calls
+
+MESSAGE_ROLES = ("user", "assistant", "system", "developer")
+TEXT_PARTS = ("input_text", "output_text")
+CONTENT_PARTS = frozenset({*TEXT_PARTS, "refusal", "input_image", "input_file", "input_audio"})
+# Keys other formats put on their lines: a line holding one is not a bare Responses item.
+FOREIGN_KEYS = frozenset({
+    "payload", "message", "uuid", "parentUuid", "sessionId", "timestamp",
+    "tool_calls", "tool_call_id", "messages", "conversations",
+})
+_ITEM_TYPE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# What an item is to the reader.
+MESSAGE, REASONING, CALL, OUTPUT, HOSTED, OTHER = "message", "reasoning", "call", "output", "hosted", "other"
 
 
-class _Pending(Codec):
+def item_kind(item: dict[str, Any]) -> str:
+    kind = item.get("type", MESSAGE if "role" in item else None)
+    if kind == MESSAGE or kind == REASONING:
+        return str(kind)
+    if isinstance(kind, str):
+        if kind.endswith("_call_output"):
+            return OUTPUT
+        if kind.endswith("_call"):
+            return CALL if "call_id" in item else HOSTED
+    return OTHER
+
+
+def _content_fits(content: Any) -> bool:
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(isinstance(p, dict) and p.get("type") in CONTENT_PARTS for p in content)
+
+
+def accepts_item(data: dict[str, Any]) -> bool:
+    """Could this line be a Responses item (known or not)?"""
+    if not FOREIGN_KEYS.isdisjoint(data):
+        return False
+    kind = data.get("type")
+    if kind is None or kind == MESSAGE:
+        return data.get("role") in MESSAGE_ROLES and _content_fits(data.get("content"))
+    return isinstance(kind, str) and _ITEM_TYPE.match(kind) is not None
+
+
+def shows_item(data: dict[str, Any]) -> bool:
+    """Does this line show the file holds Responses items (a typed message, a call, an output, reasoning)?"""
+    if not accepts_item(data) or "type" not in data:
+        return False
+    return item_kind(data) != OTHER
+
+
+# --- content -----------------------------------------------------------------------------------
+
+def _is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in TEXT_PARTS and isinstance(part.get("text"), str)
+
+
+def _is_item_part(part: Any) -> bool:
+    """A content part that is a whole item kept verbatim (reasoning, a hosted tool call)."""
+    return isinstance(part, dict) and isinstance(part.get("type"), str) and (
+        part["type"] == REASONING or part["type"].endswith("_call"))
+
+
+def canonical_parts(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, dict):  # a computer_call_output screenshot
+        return [content]
+    return [{"type": "text", "text": p["text"]} if _is_text(p) else p for p in content]
+
+
+def canonical_content(parts: list[Any]) -> Any:
+    """Canonical parts as a message's content: one text part reads as a string, none as None."""
+    if not parts:
+        return None
+    if len(parts) == 1 and isinstance(parts[0], dict) and parts[0].get("type") == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _as_parts(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list(content) if isinstance(content, list) else [content]
+
+
+def native_content(content: Any, original: Any, text_type: str, losses: Losses | None = None) -> Any:
+    """Canonical content written as Responses content, keeping the original parts' other fields.
+
+    ``text_type`` is the part type text becomes (``input_text``, ``output_text``), or
+    ``output`` for a call's output (``input_text`` parts, or a plain string).
+    """
+    if isinstance(content, str) and (isinstance(original, str) or text_type == "output"):
+        return content  # the short form, or a call output (always allowed to be a string)
+    before = original if isinstance(original, list) else []
+    kind = "input_text" if text_type == "output" else text_type
+    out: list[Any] = []
+    for i, part in enumerate(_as_parts(content)):
+        if isinstance(part, dict) and part.get("type") == "text":
+            base = before[i] if i < len(before) and _is_text(before[i]) else {"type": kind}
+            out.append({**base, "text": part.get("text", "")})
+        else:
+            converted = _native_part(part, losses)
+            if converted is not None:
+                out.append(converted)
+    if isinstance(original, dict) and out == [original]:
+        return original
+    return out
+
+
+_NOT_CARRIED = {
+    "thinking": "thinking blocks (with their signatures)",
+    "redacted_thinking": "redacted thinking blocks",
+    "document": "document blocks",
+}
+
+
+def _native_part(part: Any, losses: Losses | None) -> Any:
+    if not isinstance(part, dict):
+        return {"type": "input_text", "text": str(part)}
+    kind = part.get("type")
+    if kind == "image_url":
+        url = part.get("image_url")
+        return {"type": "input_image", "image_url": url.get("url", "") if isinstance(url, dict) else str(url)}
+    if kind == "image" and isinstance(part.get("source"), dict):
+        source = part["source"]
+        url = (f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
+               if source.get("type") == "base64" else str(source.get("url", "")))
+        return {"type": "input_image", "image_url": url}
+    if kind in _NOT_CARRIED:
+        if losses is not None:
+            losses.add(_NOT_CARRIED[kind])
+        return None
+    return part
+
+
+# --- calls ---------------------------------------------------------------------------------------
+
+def canonical_call(item: dict[str, Any]) -> dict[str, Any]:
+    kind = str(item.get("type", "function_call"))
+    name = item["name"] if isinstance(item.get("name"), str) else kind.removesuffix("_call")
+    if isinstance(item.get("arguments"), str):
+        arguments = item["arguments"]
+    elif isinstance(item.get("input"), str):  # custom_tool_call: free-form input
+        arguments = item["input"]
+    else:
+        payload = item.get("arguments", item.get("action", item.get("input")))
+        arguments = "" if payload is None else orjson.dumps(payload).decode()
+    return {"id": item["call_id"], "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _with_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function") or {}
+    name, arguments = function.get("name"), function.get("arguments")
+    out = dict(item)
+    if isinstance(name, str) and "name" in item:
+        out["name"] = name
+    if isinstance(arguments, str):
+        if isinstance(item.get("arguments"), str):
+            out["arguments"] = arguments
+        elif isinstance(item.get("input"), str):
+            out["input"] = arguments
+    return out
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+class ItemReader:
+    """Turns Responses items, in file order, into canonical messages.
+
+    ``harness`` says whether user-role text is the agent's own (Codex's
+    AGENTS.md and ``<environment_context>`` messages): such a message reads as
+    a system message, so it neither starts a turn nor is pinned as the last
+    user message.
+    """
+
+    def __init__(self, path: str, harness: Any = None) -> None:
+        self.path = path
+        self.harness = harness
+        self.messages: list[Message] = []
+        self._group: dict[str, Any] | None = None
+
+    def add(self, line: Line, item: Any) -> None:
+        if not isinstance(item, dict):
+            raise line_error(self.path, line, "this Responses item is not a JSON object")
+        kind = item_kind(item)
+        if kind == OTHER:
+            return  # passes through in place
+        if kind == MESSAGE:
+            role, content = item.get("role"), item.get("content")
+            if role not in MESSAGE_ROLES:
+                raise line_error(self.path, line, f"a message item needs a role ({', '.join(MESSAGE_ROLES)}), not {role!r}")
+            if not isinstance(content, (str, list)):
+                raise line_error(self.path, line, "a message item's content must be a string or a list of parts")
+            if role == "assistant":
+                self._assistant(line, item, MESSAGE)
+                return
+            self.flush()
+            parts = canonical_parts(content)
+            if self.harness is not None and role == "user" and self.harness(parts):
+                role = "system"
+            self._emit({"role": role, "content": canonical_content(parts)}, line, ((line.number, "text"),))
+        elif kind == OUTPUT:
+            call_id = item.get("call_id")
+            if call_id is None and item.get("type") == "local_shell_call_output":
+                call_id = item.get("id")  # the API names the call's call_id `id` on this one
+            if not isinstance(call_id, str):
+                raise line_error(self.path, line, f"a {item['type']} item needs the call_id of its call",
+                                 fix="add call_id, or --skip-invalid to keep the line as it is")
+            self.flush()
+            content = item.get("output")
+            data = {"role": "tool", "tool_call_id": call_id,
+                    "content": content if isinstance(content, str) else canonical_content(canonical_parts(content)) or ""}
+            self._emit(data, line, ((line.number, "output"),))
+        else:
+            if kind == CALL and not isinstance(item.get("call_id"), str):
+                raise line_error(self.path, line, f"a {item['type']} item's call_id must be a string")
+            self._assistant(line, item, kind)
+
+    def _assistant(self, line: Line, item: dict[str, Any], kind: str) -> None:
+        group = self._group
+        if group is not None and kind in (REASONING, MESSAGE) and (group["message"] or group["calls"]):
+            self.flush()
+            group = None
+        if group is None:
+            group = self._group = {"lines": [], "parts": [], "calls": [], "layout": [], "message": False}
+        group["lines"].append(line.number)
+        parts = group["parts"]
+        if kind == MESSAGE:
+            start = len(parts)
+            parts.extend(canonical_parts(item["content"]))
+            group["layout"].append((line.number, "message", start, len(parts)))
+            group["message"] = True
+        elif kind == CALL:
+            group["calls"].append(canonical_call(item))
+            group["layout"].append((line.number, "call", item["call_id"]))
+        else:  # reasoning, hosted call: the item itself is the part
+            group["layout"].append((line.number, "part", len(parts)))
+            parts.append(item)
+
+    def flush(self) -> None:
+        group, self._group = self._group, None
+        if group is None:
+            return
+        data: dict[str, Any] = {"role": "assistant", "content": canonical_content(group["parts"])}
+        if group["calls"]:
+            data["tool_calls"] = group["calls"]
+        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"])))
+
+    def _emit(self, data: dict[str, Any], line: Line, layout: tuple[Any, ...]) -> None:
+        self.messages.append(origin_message(data, [line.number], layout=layout))
+
+    def finish(self) -> list[Message]:
+        self.flush()
+        return self.messages
+
+
+# --- writing back --------------------------------------------------------------------------------
+
+def rebuilt_items(number_: int, item: dict[str, Any], before: Message, after: Message | None) -> list[dict[str, Any]] | None:
+    """What the item on line ``number_`` becomes: None when it is unchanged (keep its bytes), [] when it goes."""
+    if after is None:
+        return []
+    slot = next((s for s in before.extra.get("layout", ()) if s[0] == number_), None)
+    if slot is None:
+        return None
+    kind = slot[1]
+    if kind == "text":
+        content = native_content(after.data.get("content"), item.get("content"), "input_text")
+        return None if content == item.get("content") else [{**item, "content": content}]
+    if kind == "output":
+        output = native_content(after.data.get("content"), item.get("output"), "output")
+        return None if output == item.get("output") else [{**item, "output": output}]
+    if kind == "call":
+        call = next((c for c in tool_calls(after.data) if str(c.get("id")) == slot[2]), None)
+        if call is None:
+            return []
+        return None if call == canonical_call(item) else [_with_call(item, dict(call))]
+    shares, loose = _content_shares(before, after)
+    if loose and number_ == before.extra["layout"][0][0]:
+        extra = [{"type": "message", "role": "assistant", "content": native_content(loose, None, "output_text")}]
+    else:
+        extra = []
+    share = shares.get(number_)
+    if kind == "part":
+        if share is None:
+            return extra
+        return extra + [share] if extra or share != item else None
+    if not share:
+        return extra
+    content = native_content(canonical_content(share), item.get("content"), "output_text")
+    if content == item.get("content"):
+        return extra + [item] if extra else None
+    return extra + [{**item, "content": content}]
+
+
+def _content_shares(before: Message, after: Message) -> tuple[dict[int, Any], list[Any]]:
+    """Each item's share of the rewritten content, and text left with no message item to carry it."""
+    layout = before.extra["layout"]
+    old, new = _as_parts(before.data.get("content")), _as_parts(after.data.get("content"))
+    shares: dict[int, Any] = {}
+    if len(old) == len(new) and all(_is_item_part(a) == _is_item_part(b) for a, b in zip(old, new)):
+        for slot in layout:
+            if slot[1] == "part":
+                shares[slot[0]] = new[slot[2]]
+            elif slot[1] == "message":
+                shares[slot[0]] = new[slot[2]:slot[3]]
+        return shares, []
+    loose = [p for p in new if not _is_item_part(p)]
+    for slot in layout:
+        if slot[1] == "part":
+            shares[slot[0]] = old[slot[2]] if old[slot[2]] in new else None
+        elif slot[1] == "message":
+            shares[slot[0]], loose = loose, []
+    return shares, loose
+
+
+def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
+    """A canonical message written fresh as Responses items."""
+    role = data.get("role")
+    content = data.get("content")
+    if role == "tool":
+        call_id = data.get("tool_call_id")
+        if call_id is None:
+            losses.add("tool results without a tool_call_id")
+            return []
+        output = content if isinstance(content, str) else native_content(content, None, "output", losses)
+        return [{"type": "function_call_output", "call_id": str(call_id), "output": output}]
+    if role == "function":
+        losses.add("legacy function results (no call id)")
+        return []
+    if role != "assistant":
+        role = role if role in MESSAGE_ROLES else "user"
+        return [{"type": "message", "role": role, "content": native_content(content, None, "input_text", losses)}]
+    items: list[dict[str, Any]] = []
+    text: list[Any] = []
+    for part in _as_parts(content):
+        if _is_item_part(part):
+            items.append(part)
+        else:
+            text.append(part)
+    if text:
+        items.append({"type": "message", "role": "assistant",
+                      "content": native_content(text, None, "output_text", losses)})
+    for call in tool_calls(data):
+        function = call.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        arguments = function.get("arguments", "")
+        items.append({"type": "function_call", "call_id": str(call.get("id")), "name": str(function.get("name", "")),
+                      "arguments": arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()})
+    if isinstance(data.get("function_call"), dict):
+        losses.add("legacy function calls (no call id)")
+    return items
+
+
+class Responses(Codec):
     name = "responses"
     title = "OpenAI Responses items"
 
     def accepts(self, data: dict[str, Any]) -> bool:
-        return False
+        return accepts_item(data)
 
     def evidence(self, data: dict[str, Any]) -> bool:
-        return False
+        return shows_item(data)
+
+    def decode(self, lines: list[Line], path: str) -> list[Message]:
+        reader = ItemReader(path)
+        for line in lines:
+            if line.data is not None:
+                reader.add(line, line.data)
+        return reader.finish()
+
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+        for step in plan(decoded, result):
+            if isinstance(step, Keep):
+                yield step.line.to_bytes()
+            elif isinstance(step, Insert):
+                yield from render_items(step.message.data, Losses())
+            elif isinstance(step, Rebuild):
+                assert step.line.data is not None
+                for before, after in step.pieces:
+                    items = rebuilt_items(step.line.number, step.line.data, before, after)
+                    if items is None:
+                        yield step.line.to_bytes()
+                    else:
+                        yield from items
+            else:
+                assert isinstance(step, Drop)
+
+    def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        for message in messages:
+            yield from render_items(message.data, losses)
 
 
-CODEC = _Pending()
+CODEC = Responses()
