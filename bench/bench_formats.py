@@ -10,11 +10,15 @@ renders the same messages in every other format with that format's own writer
     read     core.formats.read: detection, parsing, decoding into canonical messages
     write    the write-back of a compacted result (--max-tokens 8000, so most lines
              are dropped or rebuilt) into the input's format, bytes consumed
-    compact  the whole run as `compact FILE --max-tokens 8000 -o OUT` does it
-             (read + count + compact + write), with a fresh token-count cache
+    round    the whole run of `compact FILE --unlimited -o OUT` (read + count + write
+             back), with a fresh token-count cache
+    compact  the whole run of `compact FILE --max-tokens 8000 -o OUT` (read + count +
+             compact + write), with a fresh token-count cache
 
-and prints a markdown table with each format's ratio to the canonical format, and
-PASS/FAIL against the 1.3x target on read + write.
+and prints a markdown table with each format's ratios to the canonical format. The
+1.3x target is checked on the two whole runs, what a user waits for. Read + write
+alone is shown too: canonical JSONL needs no decoding at all (the parsed line is the
+message), so that ratio measures the decoding step itself.
 """
 
 from __future__ import annotations
@@ -83,13 +87,16 @@ def measure(path: Path, name: str, repeat: int) -> dict[str, float]:
 
     written = best_of(repeat, write)
 
-    def whole() -> None:
-        with tempfile.TemporaryDirectory() as cache:
-            os.environ["COMPACT_CACHE_DIR"] = cache
-            for _ in compact_file(str(path), config, memo_ok=False, source_format=source).chunks():
-                pass
+    def whole(mode: str) -> Callable[[], None]:
+        def run() -> None:
+            with tempfile.TemporaryDirectory() as cache:
+                os.environ["COMPACT_CACHE_DIR"] = cache
+                for _ in compact_file(str(path), config, mode=mode, memo_ok=False, source_format=source).chunks():
+                    pass
+        return run
 
-    return {"read": read, "write": written, "compact": best_of(repeat, whole),
+    return {"read": read, "write": written, "round": best_of(repeat, whole("unlimited")),
+            "compact": best_of(repeat, whole("budget")),
             "messages": len(decoded.messages), "lines": len(decoded.lines) or len(decoded.messages),
             "bytes": path.stat().st_size}
 
@@ -116,16 +123,18 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# Formats: {args.messages:,} generated messages, best of {args.repeat}",
         "",
-        "| format | lines | MB | read s | write s | read+write vs openai | compact s | compact vs openai | target 1.3x |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| format | lines | MB | read s | write s | read+write vs openai | --unlimited s | vs openai "
+        "| --max-tokens s | vs openai | target 1.3x |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in rows.items():
         both = (row["read"] + row["write"]) / (base["read"] + base["write"])
+        round_trip = row["round"] / base["round"]
         whole = row["compact"] / base["compact"]
-        verdict = "—" if name == "openai" else "PASS" if both <= TARGET else "FAIL"
+        verdict = "—" if name == "openai" else "PASS" if max(round_trip, whole) <= TARGET else "FAIL"
         lines.append(
             f"| {name} | {row['lines']:,} | {row['bytes'] / 1e6:.1f} | {row['read']:.3f} | {row['write']:.3f} "
-            f"| {both:.2f}x | {row['compact']:.3f} | {whole:.2f}x | {verdict} |"
+            f"| {both:.2f}x | {row['round']:.3f} | {round_trip:.2f}x | {row['compact']:.3f} | {whole:.2f}x | {verdict} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)
