@@ -260,7 +260,8 @@ def inserted_text(message: Message) -> str | list[Any]:
 # -- the codec ---------------------------------------------------------------------------------
 
 def _is_system_line(data: dict[str, Any]) -> bool:
-    return "system" in data and "role" not in data
+    # A ShareGPT conversation or a dataset line can carry a top-level "system" too.
+    return "system" in data and not any(key in data for key in ("role", "conversations", "messages", "from"))
 
 
 class Anthropic(Codec):
