@@ -50,7 +50,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
-from core.messages import Message, tool_calls
+from core.messages import Message, result_ids, tool_calls
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
@@ -376,12 +376,12 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
     role = data.get("role")
     content = data.get("content")
     if role == "tool":
-        call_id = data.get("tool_call_id")
-        if call_id is None:
+        call_ids = result_ids(data)  # SWE-agent's tool_call_ids list too: every call it answers gets the output
+        if not call_ids:
             losses.add("tool results without a tool_call_id")
             return []
         output = content if isinstance(content, str) else native_content(content, None, "output", losses)
-        return [{"type": "function_call_output", "call_id": str(call_id), "output": output}]
+        return [{"type": "function_call_output", "call_id": call_id, "output": output} for call_id in call_ids]
     if role == "function":
         losses.add("legacy function results (no call id)")
         return []
