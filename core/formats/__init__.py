@@ -5,6 +5,23 @@ reads it into a :class:`~core.formats.base.Decoded`, and ``write`` turns the
 compacted messages back into lines: in the input's format by default, or
 converted with ``--to``. OpenAI chat, the canonical format, keeps the plain
 transcript reader's fast path (lines copied back from the file untouched).
+
+Datasets. A file whose lines are whole conversations (``{"messages": [...]}``
+or ShareGPT ``{"conversations": [...]}``, the two may be mixed) is the
+``dataset`` format when it holds more than one: core.dataset compacts each
+line on its own budget. A single ShareGPT conversation line stays the
+``sharegpt`` format (it is one transcript); a single ``messages`` line is a
+dataset of one, as before.
+
+JSON arrays. A file whose first non-blank byte is ``[`` is parsed whole (a
+pretty-printed ``[{"conversations": ...}, ...]`` as LLaMA-Factory ships its
+data sets, or ``[{"role": ...}, ...]`` chat messages) and read as if each
+element were one line of a JSONL file: element N is "line" N in the report
+and in errors, and detection runs on the elements. It is written back as
+JSONL, one element per line: a pretty-printed array cannot be copied back byte
+for byte, and one element per line keeps the "untouched lines are copied"
+rule (with ``--unlimited`` the output holds the same JSON values, element by
+element). An array of anything but objects is a one-line error naming the file.
 """
 
 from __future__ import annotations
@@ -29,6 +46,12 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 OPENAI = "openai"
 DATASET = "dataset"
+SHAREGPT = "sharegpt"
+
+
+def _conversation_count(lines: Sequence[Line]) -> int:
+    """How many lines hold a whole ShareGPT conversation (``conversations`` list)."""
+    return sum(1 for line in lines if line.data is not None and isinstance(line.data.get("conversations"), list))
 
 
 def _codecs() -> dict[str, Codec]:
@@ -91,6 +114,8 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
                 shown[codec.name] = line.number
     for codec in candidates:
         if codec.name in shown:
+            if codec.name == SHAREGPT and _conversation_count(lines) > 1:
+                return get(DATASET)  # several ShareGPT conversations: each compacted on its own budget
             return codec
     plain = [c for c in candidates if c.name == OPENAI]  # plain chat fits several formats: read it as the canonical one
     return plain[0] if plain else candidates[0]
@@ -121,6 +146,48 @@ def _raw_input(path: str, stdin: BinaryIO | None) -> tuple[str, bytes | None]:
         if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
             return path, None
         return path, stream.read()
+
+
+def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None = None) -> bytes | None:
+    """A JSON array file as JSONL bytes (one element per line), or None when the input is not an array."""
+    probe = head if head is not None else raw
+    if probe is None:
+        with open(path, "rb") as stream:
+            probe = stream.read(4096)
+    start = probe[len(_UTF8_BOM):] if probe.startswith(_UTF8_BOM) else probe
+    if not start.lstrip()[:1] == b"[":
+        return None
+    if raw is None:
+        with open(path, "rb") as stream:
+            raw = stream.read()
+    body = raw[len(_UTF8_BOM):] if raw.startswith(_UTF8_BOM) else raw
+    try:
+        elements = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
+                         column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
+    return array_lines(elements, name)
+
+
+def array_lines(elements: Any, name: str) -> bytes:
+    """The elements of a parsed JSON array file as JSONL bytes; an element that is not an object is an error."""
+    if not isinstance(elements, list):
+        raise InputError("not a JSON array", path=name, fix="a file starting with [ must be one JSON array")
+    if not elements:
+        raise InputError("the JSON array is empty; it needs at least one conversation or message", path=name)
+    for index, element in enumerate(elements, start=1):
+        if not isinstance(element, dict):
+            kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number",
+                    float: "a number"}.get(type(element), "null")
+            raise InputError(
+                f"element {index} of this JSON array is {kind}; compact reads an array of conversations or messages",
+                path=name, fix='each element must be an object: {"conversations": [...]}, {"messages": [...]} '
+                               'or a message',
+            )
+    try:
+        return b"".join(orjson.dumps(element) + b"\n" for element in elements)
+    except orjson.JSONEncodeError as exc:
+        raise InputError(f"cannot read this JSON array: {exc}", path=name) from None
 
 
 def _head(path: str, raw: bytes | None) -> bytes:
@@ -164,6 +231,9 @@ def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | Non
     """(display name, buffered input or None, detected codec) without reading a regular file whole."""
     name, raw = _raw_input(path, stdin)
     head = _head(path, raw)
+    converted = _array_as_lines(path, name, raw, head)
+    if converted is not None:
+        raw = head = converted
     if raw is None and len(head) >= SAMPLE_BYTES or raw is not None and len(raw) > len(head):
         head = head[: head.rfind(b"\n") + 1] or head  # a cut last line would read as malformed
     sample = split_lines(head, skip_invalid=True, path=name, limit=SAMPLE_LINES)
@@ -178,6 +248,7 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     if source_format is not None:
         codec = get(source_format)
         name, raw = _raw_input(path, stdin)
+        raw = _array_as_lines(path, name, raw) or raw
     else:
         name, raw, codec = sniff(path, stdin=stdin)
     if codec.name == OPENAI:
@@ -194,6 +265,8 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     if codec.name == DATASET:  # core.dataset compacts each line's conversation and checks the lines itself
         return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
     lines = split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
+    if codec.name == SHAREGPT and _conversation_count(lines) > 1:  # beyond the sample, or --from sharegpt
+        return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
     if not lines:
         raise InputError("the file is empty; a transcript needs at least one message", path=name)
     messages = number(_decode(codec, lines, name, skip_invalid, skipped))
