@@ -78,3 +78,11 @@ def run_core(messages: list[dict[str, Any]], *, mode: str = "budget", repair: bo
 
 def lines_of(result: Any) -> list[int | None]:
     return [m.line for m in result.messages]
+
+
+def invoke_with_report(*args: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    """Run the CLI with ``--report`` into ``tmp_path``; it must succeed. (result, the report)."""
+    report = tmp_path / "report.json"
+    outcome = invoke(*args, "--report", str(report))
+    assert outcome.exit_code == 0, outcome.output
+    return outcome, json.loads(report.read_text())

@@ -10,24 +10,13 @@ import pytest
 
 from core import formats
 from core.messages import is_summary
-from tests.helpers import invoke
+from tests.helpers import invoke, invoke_with_report, read_messages
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 BLOCKS = FIXTURES / "anthropic_all_blocks.jsonl"  # every block kind, unknown fields and block types included
 SYSTEM_FIRST = FIXTURES / "anthropic_system_message.jsonl"  # the system prompt as a first role=system message
 ORPHANS = FIXTURES / "anthropic_orphans.jsonl"  # a result without its call, a call without its result
 CLAUDE_CODE = "claude-code/cctrace-phase0-investigation.jsonl"
-
-
-def lines_of(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def run(*args: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    result = invoke(*args, "--report", str(report))
-    assert result.exit_code == 0, result.output
-    return result, json.loads(report.read_text())
 
 
 def blocks(line: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -43,7 +32,7 @@ def pairs(out: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize("path", [BLOCKS, SYSTEM_FIRST, ORPHANS], ids=lambda p: p.name)
 def test_unlimited_round_trip_gives_every_line_back(path: Path, tmp_path: Path) -> None:
-    result, report = run(str(path), "--unlimited", tmp_path=tmp_path)
+    result, report = invoke_with_report(str(path), "--unlimited", tmp_path=tmp_path)
     assert result.stdout.encode() == path.read_bytes()
     assert report["format"] == {"input": "anthropic", "output": "anthropic", "losses": []}
 
@@ -54,7 +43,7 @@ def test_blocks_become_canonical_messages() -> None:
     roles = [m.role for m in decoded.messages]
     # the line holding two results and text: two tool messages, then the user's text
     assert roles == ["system", "user", "user", "assistant", "tool", "tool", "user", "assistant", "tool", "assistant", "user"]
-    source = lines_of(BLOCKS.read_text())
+    source = read_messages(BLOCKS.read_text())
     reply = decoded.messages[3].data
     thinking, _text, unknown = reply["content"]
     assert thinking == source[3]["content"][0]  # verbatim, signature included
@@ -70,14 +59,14 @@ def test_blocks_become_canonical_messages() -> None:
 
 def test_a_system_line_and_a_first_system_message_are_the_pinned_system_prompt(tmp_path: Path) -> None:
     for path in (BLOCKS, SYSTEM_FIRST):
-        result, _ = run(str(path), "--strategy", "sliding_window:keep_messages=2", "--max-messages", "2",
+        result, _ = invoke_with_report(str(path), "--strategy", "sliding_window:keep_messages=2", "--max-messages", "2",
                         tmp_path=tmp_path)
-        out = lines_of(result.stdout)
-        assert out[0] == lines_of(path.read_text())[0]
+        out = read_messages(result.stdout)
+        assert out[0] == read_messages(path.read_text())[0]
 
 
 def test_a_cleared_result_is_written_in_place_with_its_id_and_flags(tmp_path: Path) -> None:
-    result, report = run(str(BLOCKS), "--strategy", "clear_tool_results:keep_pairs=1", "--max-tokens", "10",
+    result, report = invoke_with_report(str(BLOCKS), "--strategy", "clear_tool_results:keep_pairs=1", "--max-tokens", "10",
                          tmp_path=tmp_path)
     source = BLOCKS.read_text().splitlines()
     out = result.stdout.splitlines()
@@ -96,9 +85,9 @@ def test_a_cleared_result_is_written_in_place_with_its_id_and_flags(tmp_path: Pa
 def test_orphans_are_reported_with_the_native_ids_and_repaired(tmp_path: Path) -> None:
     usage = json.loads(invoke("count", str(ORPHANS), "--format", "json").stdout)
     assert usage["orphans"] == {"results": [4], "calls": [{"line": 2, "id": "toolu_01LOST"}]}
-    result, report = run(str(ORPHANS), "--unlimited", "--repair", tmp_path=tmp_path)
-    source = lines_of(ORPHANS.read_text())
-    out = lines_of(result.stdout)
+    result, report = invoke_with_report(str(ORPHANS), "--unlimited", "--repair", tmp_path=tmp_path)
+    source = read_messages(ORPHANS.read_text())
+    out = read_messages(result.stdout)
     reply = out[1]
     assert reply["content"] == [b for b in source[1]["content"] if b.get("id") != "toolu_01LOST"]  # signature kept
     assert out[3]["content"] == [source[3]["content"][0], source[3]["content"][2]]  # the stray result went, not the rest
@@ -115,7 +104,7 @@ def test_invalid_line_is_an_error_naming_it_or_kept_verbatim(tmp_path: Path) -> 
     assert failed.exit_code == 2
     assert failed.stderr.splitlines() == [failed.stderr.strip()]
     assert f"{broken}:4" in failed.stderr
-    result, report = run(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
+    result, report = invoke_with_report(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
     assert result.stdout.splitlines()[3] == '{"role": "user", "content": [oops'
     assert result.stdout == broken.read_text()
     assert [s["line"] for s in report["skipped_lines"]] == [4]
@@ -142,12 +131,12 @@ def test_detected_without_from_and_a_mixed_file_is_an_error(tmp_path: Path) -> N
 
 
 def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) -> None:
-    chat, report = run(str(BLOCKS), "--unlimited", "--to", "openai", tmp_path=tmp_path)
+    chat, report = invoke_with_report(str(BLOCKS), "--unlimited", "--to", "openai", tmp_path=tmp_path)
     assert {loss["what"] for loss in report["format"]["losses"]} == {
         "thinking blocks (with their signatures)", "redacted thinking blocks", "document blocks"}
     chat_path = tmp_path / "chat.jsonl"
     chat_path.write_text(chat.stdout)
-    back, report = run(str(chat_path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    back, report = invoke_with_report(str(chat_path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
     assert report["format"]["losses"] == []
     again = tmp_path / "again.jsonl"
     again.write_text(back.stdout)
@@ -156,14 +145,14 @@ def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) ->
 
 @pytest.mark.parametrize("name", ["openai-chat/swe-agent-marshmallow-1867.jsonl", "openai-chat/tau-bench-airline-task3.jsonl"])
 def test_openai_to_anthropic_and_back_keeps_the_messages(name: str, realdata: Path, tmp_path: Path) -> None:
-    converted, report = run(str(realdata / name), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    converted, report = invoke_with_report(str(realdata / name), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
     losses = {loss["what"] for loss in report["format"]["losses"]}
     assert all(what.startswith("message fields Anthropic Messages has no place for") for what in losses)
     path = tmp_path / "anthropic.jsonl"
     path.write_text(converted.stdout)
     assert formats.read(str(path)).format == "anthropic"
-    back = lines_of(invoke(str(path), "--unlimited", "--to", "openai").stdout)
-    original = lines_of((realdata / name).read_text())
+    back = read_messages(invoke(str(path), "--unlimited", "--to", "openai").stdout)
+    original = read_messages((realdata / name).read_text())
     assert len(back) == len(original)
     for before, after in zip(original, back):
         assert after["role"] == before["role"]
@@ -177,9 +166,9 @@ def test_a_real_session_compacts_with_calls_and_results_paired(realdata: Path, t
     converted = invoke(str(realdata / CLAUDE_CODE), "--unlimited", "--to", "anthropic")
     path = tmp_path / "session.jsonl"
     path.write_text(converted.stdout)
-    original = lines_of(converted.stdout)
-    result, report = run(str(path), "--max-tokens", "8000", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    original = read_messages(converted.stdout)
+    result, report = invoke_with_report(str(path), "--max-tokens", "8000", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
     assert report["format"]["input"] == "anthropic"
     assert report["after"]["tokens"] <= 8000
     uses, results = pairs(out)
@@ -192,9 +181,9 @@ def test_a_real_session_compacts_with_calls_and_results_paired(realdata: Path, t
 
 
 def test_what_compact_adds_is_user_text_read_back_as_compacts_own(tmp_path: Path) -> None:
-    result, _ = run(str(BLOCKS), "--max-tokens", "60", "--summarizer", "extractive",
+    result, _ = invoke_with_report(str(BLOCKS), "--max-tokens", "60", "--summarizer", "extractive",
                          "--strategy", "summarize:turns=2", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    out = read_messages(result.stdout)
     added = [line for line in out if isinstance(line.get("content"), str) and line["content"].startswith("CUCA summary:")]
     assert len(added) == 1 and added[0]["role"] == "user"
     path = tmp_path / "once.jsonl"

@@ -10,7 +10,7 @@ import pytest
 
 from core import formats
 from core.messages import is_summary
-from tests.helpers import invoke
+from tests.helpers import invoke, invoke_with_report, read_messages
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 SESSION = FIXTURES / "claude_code_session.jsonl"  # every line kind, a multi-line reply, harness text, a summary
@@ -21,17 +21,6 @@ REAL = ["claude-code/cctrace-phase0-investigation.jsonl", "claude-code/claude-re
         "claude-code/claude-reliability-coverage-test-fix.jsonl",
         "claude-code/claude-reliability-stop-hook-reflection-first-stop.jsonl"]
 MESSAGE_TYPES = ("user", "assistant")
-
-
-def lines_of(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def run(*args: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    result = invoke(*args, "--report", str(report))
-    assert result.exit_code == 0, result.output
-    return result, json.loads(report.read_text())
 
 
 def blocks(line: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -71,24 +60,24 @@ def check_session(original: list[dict[str, Any]], out: list[dict[str, Any]]) -> 
 @pytest.mark.parametrize("name", REAL)
 def test_real_sessions_round_trip_byte_for_byte(name: str, realdata: Path, tmp_path: Path) -> None:
     path = realdata / name
-    result, report = run(str(path), "--unlimited", tmp_path=tmp_path)
+    result, report = invoke_with_report(str(path), "--unlimited", tmp_path=tmp_path)
     assert result.stdout.encode() == path.read_bytes()
     assert report["format"] == {"input": "claude-code", "output": "claude-code", "losses": []}
 
 
 @pytest.mark.parametrize("path", [SESSION, SIDECHAIN, RESUMED, ORPHANS], ids=lambda p: p.name)
 def test_fixtures_round_trip_byte_for_byte(path: Path, tmp_path: Path) -> None:
-    result, _ = run(str(path), "--unlimited", tmp_path=tmp_path)
+    result, _ = invoke_with_report(str(path), "--unlimited", tmp_path=tmp_path)
     assert result.stdout.encode() == path.read_bytes()
-    assert lines_of(result.stdout) == lines_of(path.read_text())
+    assert read_messages(result.stdout) == read_messages(path.read_text())
 
 
 @pytest.mark.parametrize("name", REAL)
 def test_real_sessions_compact_to_a_loadable_session(name: str, realdata: Path, tmp_path: Path) -> None:
     path = realdata / name
-    original = lines_of(path.read_text())
-    result, report = run(str(path), "--max-tokens", "8000", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    original = read_messages(path.read_text())
+    result, report = invoke_with_report(str(path), "--max-tokens", "8000", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
     check_session(original, out)
     if report["before"]["tokens"] > 8000:
         assert report["after"]["tokens"] <= 8000
@@ -114,7 +103,7 @@ def test_a_multi_line_reply_is_one_message_and_harness_text_is_user_text() -> No
 
 
 def test_a_cleared_result_clears_its_duplicate_too(tmp_path: Path) -> None:
-    result, report = run(str(SESSION), "--strategy", "clear_tool_results:keep_pairs=0", "--max-tokens", "10",
+    result, report = invoke_with_report(str(SESSION), "--strategy", "clear_tool_results:keep_pairs=0", "--max-tokens", "10",
                          tmp_path=tmp_path)
     source = SESSION.read_text().splitlines()
     out = result.stdout.splitlines()
@@ -136,9 +125,9 @@ def test_a_cleared_result_clears_its_duplicate_too(tmp_path: Path) -> None:
 
 
 def test_removed_messages_are_linked_around(tmp_path: Path) -> None:
-    original = lines_of(SESSION.read_text())
-    result, report = run(str(SESSION), "--strategy", "drop_turns", "--max-tokens", "120", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    original = read_messages(SESSION.read_text())
+    result, report = invoke_with_report(str(SESSION), "--strategy", "drop_turns", "--max-tokens", "120", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
     assert report["removed"]
     check_session(original, out)
     by_uuid = {line["uuid"]: line for line in out if "uuid" in line}
@@ -151,10 +140,10 @@ def test_removed_messages_are_linked_around(tmp_path: Path) -> None:
 
 
 def test_an_earlier_summary_takes_the_new_summary_in_place(tmp_path: Path) -> None:
-    original = lines_of(SESSION.read_text())
-    result, _ = run(str(SESSION), "--max-tokens", "300", "--summarizer", "extractive",
+    original = read_messages(SESSION.read_text())
+    result, _ = invoke_with_report(str(SESSION), "--max-tokens", "300", "--summarizer", "extractive",
                          "--strategy", "summarize:turns=3", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    out = read_messages(result.stdout)
     check_session(original, out)
     summaries = [line for line in out if line.get("isCompactSummary")]
     assert len(summaries) == 1
@@ -169,10 +158,10 @@ def test_an_earlier_summary_takes_the_new_summary_in_place(tmp_path: Path) -> No
 
 def test_an_added_summary_is_a_compact_summary_line_linked_into_the_chain(realdata: Path, tmp_path: Path) -> None:
     path = realdata / REAL[0]
-    original = lines_of(path.read_text())
-    result, _ = run(str(path), "--max-tokens", "8000", "--summarizer", "extractive",
+    original = read_messages(path.read_text())
+    result, _ = invoke_with_report(str(path), "--max-tokens", "8000", "--summarizer", "extractive",
                     "--store", str(tmp_path / "store.db"), tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    out = read_messages(result.stdout)
     check_session(original, out)
     added = [line for line in out if line.get("isCompactSummary")]
     assert len(added) == 1
@@ -189,10 +178,10 @@ def test_an_added_summary_is_a_compact_summary_line_linked_into_the_chain(realda
 
 
 def test_a_warning_is_an_is_meta_line_at_the_end_of_the_chain(tmp_path: Path) -> None:
-    result, report = run(str(SESSION), "--unlimited", "--warn-fraction", "0.001", tmp_path=tmp_path)
+    result, report = invoke_with_report(str(SESSION), "--unlimited", "--warn-fraction", "0.001", tmp_path=tmp_path)
     assert report["warning_appended"]
-    out = lines_of(result.stdout)
-    assert out[:-1] == lines_of(SESSION.read_text())
+    out = read_messages(result.stdout)
+    assert out[:-1] == read_messages(SESSION.read_text())
     warning = out[-1]
     assert warning["isMeta"] is True and warning["type"] == "user"
     assert warning["message"]["content"].startswith("CUCA context warning:")
@@ -203,7 +192,7 @@ def test_a_warning_is_an_is_meta_line_at_the_end_of_the_chain(tmp_path: Path) ->
 def test_results_whose_call_is_in_the_parent_session_are_no_orphans(path: Path, tmp_path: Path) -> None:
     usage = json.loads(invoke("count", str(path), "--format", "json").stdout)
     assert usage["orphans"] == {"results": [], "calls": []}
-    result, _ = run(str(path), "--unlimited", "--repair", tmp_path=tmp_path)
+    result, _ = invoke_with_report(str(path), "--unlimited", "--repair", tmp_path=tmp_path)
     assert result.stdout == path.read_text()  # nothing dropped; the dangling parentUuid stays as it was
     first = formats.read(str(path)).messages[0]
     assert first.role == "tool" and "tool_call_id" not in first.data and first.extra["native_id"].startswith("toolu_01")
@@ -212,9 +201,9 @@ def test_results_whose_call_is_in_the_parent_session_are_no_orphans(path: Path, 
 def test_true_orphans_are_reported_with_native_ids_and_repaired(tmp_path: Path) -> None:
     usage = json.loads(invoke("count", str(ORPHANS), "--format", "json").stdout)
     assert usage["orphans"] == {"results": [4], "calls": [{"line": 2, "id": "toolu_01NEVERANSWERED"}]}
-    original = lines_of(ORPHANS.read_text())
-    result, _ = run(str(ORPHANS), "--unlimited", "--repair", tmp_path=tmp_path)
-    out = lines_of(result.stdout)
+    original = read_messages(ORPHANS.read_text())
+    result, _ = invoke_with_report(str(ORPHANS), "--unlimited", "--repair", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
     assert [line["uuid"] for line in out] == [original[i]["uuid"] for i in (0, 1, 4, 5)]
     assert out[1] == original[1]  # the thinking line stays, signature and all
     assert out[2]["parentUuid"] == original[1]["uuid"]  # re-linked past the two removed lines
@@ -228,7 +217,7 @@ def test_invalid_line_is_an_error_naming_it_or_kept_verbatim(tmp_path: Path) -> 
     failed = invoke(str(broken), "--unlimited")
     assert failed.exit_code == 2
     assert len(failed.stderr.splitlines()) == 1 and f"{broken}:3:" in failed.stderr
-    result, report = run(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
+    result, report = invoke_with_report(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
     assert result.stdout == broken.read_text()
     assert [s["line"] for s in report["skipped_lines"]] == [3]
 
@@ -255,25 +244,25 @@ def test_a_file_mixing_formats_is_an_error_naming_the_line(tmp_path: Path) -> No
 
 
 def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) -> None:
-    chat, report = run(str(SESSION), "--unlimited", "--to", "openai", tmp_path=tmp_path)
+    chat, report = invoke_with_report(str(SESSION), "--unlimited", "--to", "openai", tmp_path=tmp_path)
     assert {loss["what"] for loss in report["format"]["losses"]} == {
         "Claude Code session log lines that are not messages", "thinking blocks (with their signatures)"}
     chat_path = tmp_path / "chat.jsonl"
     chat_path.write_text(chat.stdout)
-    back, report = run(str(chat_path), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)
+    back, report = invoke_with_report(str(chat_path), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)
     assert report["format"]["losses"] == []
     session = tmp_path / "session.jsonl"
     session.write_text(back.stdout)
-    check_session(lines_of(back.stdout), lines_of(back.stdout))
+    check_session(read_messages(back.stdout), read_messages(back.stdout))
     assert formats.read(str(session)).format == "claude-code"
     assert invoke(str(session), "--unlimited", "--to", "openai").stdout == chat.stdout
 
 
 def test_openai_to_claude_code_lists_the_system_prompt_as_a_loss(realdata: Path, tmp_path: Path) -> None:
     name = realdata / "openai-chat/tau-bench-airline-task3.jsonl"
-    converted, report = run(str(name), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)
+    converted, report = invoke_with_report(str(name), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)
     assert {"what": "system messages (written as isMeta user text)", "count": 1} in report["format"]["losses"]
-    out = lines_of(converted.stdout)
+    out = read_messages(converted.stdout)
     assert out[0]["isMeta"] is True and out[0]["message"]["content"].startswith("# Airline Agent Policy")
     calls = {b["id"] for line in out for b in blocks(line, "tool_use")}
     assert calls and calls == {b["tool_use_id"] for line in out for b in blocks(line, "tool_result")}
