@@ -2,24 +2,34 @@
 
 A line is an object with a ``messages`` list of chat messages beside any other
 fields (``{"task_id": 3, "reward": 1.0, "messages": [...]}``, as training sets
-and evaluation logs keep them). Each conversation is compacted on its own
-budget with :func:`core.pipeline.compact`; the other fields are kept, in their
-order, and a conversation nothing changed is written back as its original
-line bytes. The report sums the conversations and holds a row per
+and evaluation logs keep them), or a ShareGPT conversation
+``{"conversations": [{"from", "value"}...], "tools"?, "system"?, ...}``
+(LLaMA-Factory's format); one dataset may mix the two. Each conversation is
+compacted on its own budget with :func:`core.pipeline.compact`; the other
+fields are kept, in their order, and a conversation nothing changed is written
+back as its original line bytes. A ShareGPT line is decoded and written back
+by the ShareGPT codec (core.formats.sharegpt), exactly as a one-conversation
+ShareGPT file is. The report sums the conversations and holds a row per
 conversation.
 
 With ``skip_invalid`` a line that is not a valid conversation (malformed
 JSON, or any invalid message in it) is kept verbatim and listed in
 ``skipped_lines``; otherwise it is an error naming the line and the message.
 
-Detection looks at the first non-blank line only: an object with a list
-``messages`` and no ``role`` is a dataset; anything else is read as a
-transcript (one message per line).
+Detection (:func:`sniff_file`, used by ``compact batch``): a first non-blank
+line with a list ``messages`` and no ``role`` is a dataset; a ShareGPT
+conversation line is one when a second conversation line follows it (a single
+ShareGPT conversation is one transcript, like ``compact FILE`` reads it). A
+file starting with ``[`` is a JSON array: a dataset when its elements are
+conversations, and :func:`compact_dataset_lines` then takes the elements as
+the lines (element N is line N) and writes them back as JSONL, one element per
+line (core.formats explains why). Anything else is read as a transcript.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 import orjson
@@ -27,6 +37,9 @@ import orjson
 from core.config import MemoryConfig
 from core.counting import MessageCounter
 from core.errors import InputError
+from core.formats.base import Decoded, Line
+from core.formats.base import number as number_messages
+from core.formats.dataset import is_chat_conversation, is_conversation, is_sharegpt_conversation
 from core.messages import Message
 from core.pipeline import BUDGET, compact
 from core.seams import Seams
@@ -40,30 +53,60 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def looks_like_dataset(line: bytes | str) -> bool:
-    """True when ``line`` is an object with a list ``messages`` and no ``role``."""
+    """True when ``line`` is a whole conversation: a list ``messages`` and no ``role``, or a ShareGPT ``conversations`` list."""
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(data, dict) and isinstance(data.get("messages"), list) and "role" not in data
+    return is_conversation(data)
 
 
 def sniff_file(path: str) -> str:
-    """``dataset`` or ``transcript``, from the file's first non-blank line."""
+    """``dataset`` or ``transcript``, from the file's first non-blank lines (or its JSON array)."""
     with open(path, "rb") as stream:
         return sniff_stream(stream)
 
 
 def sniff_stream(stream: BinaryIO) -> str:
-    for _, line in iter_lines(stream):
-        return DATASET if looks_like_dataset(line) else TRANSCRIPT
-    return TRANSCRIPT
+    return _sniff(iter_lines(stream), stream.read)
 
 
 def sniff_bytes(data: bytes) -> str:
-    for _, line in iter_lines(data.splitlines(keepends=True)):
-        return DATASET if looks_like_dataset(line) else TRANSCRIPT
+    lines = data.splitlines(keepends=True)
+    return _sniff(iter_lines(lines), lambda: b"".join(lines[_position(lines):]))
+
+
+def _position(lines: list[bytes]) -> int:
+    """The index just after the first non-blank line."""
+    return next(i for i, line in enumerate(lines) if line.strip() and line.strip() != _UTF8_BOM) + 1
+
+
+def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str:
+    for _, line in lines:
+        if line.lstrip()[:1] == b"[":  # a JSON array: the whole file is one value
+            return DATASET if _array_of_conversations(line + b"\n" + rest()) else TRANSCRIPT
+        try:
+            first = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return TRANSCRIPT
+        if is_chat_conversation(first):
+            return DATASET
+        if not is_sharegpt_conversation(first):
+            return TRANSCRIPT
+        for _, second in lines:  # one ShareGPT conversation is a transcript; two or more a dataset
+            return DATASET if looks_like_dataset(second) else TRANSCRIPT
+        return TRANSCRIPT
     return TRANSCRIPT
+
+
+def _array_of_conversations(data: bytes) -> bool:
+    try:
+        elements = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    if not isinstance(elements, list) or not elements or not all(is_conversation(e) for e in elements):
+        return False
+    return len(elements) > 1 or is_chat_conversation(elements[0])  # like a JSONL file of the same lines
 
 
 def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -110,7 +153,12 @@ class DatasetCompactor:
         """The output bytes (without a line end) for the conversation on line ``number``."""
         try:
             conversation = _parse_conversation(raw, self.name, number)
-            messages = self._messages(conversation, number)
+            if is_chat_conversation(conversation):
+                messages = self._messages(conversation, number)
+                decoded = None
+            else:
+                decoded = self._sharegpt(conversation, number, raw)
+                messages = decoded.messages
         except InputError as exc:
             if not self.skip_invalid:
                 raise
@@ -135,9 +183,22 @@ class DatasetCompactor:
         ))
         if not changed:
             return raw
+        if decoded is not None:
+            from core.formats import sharegpt
+
+            [out_line] = list(sharegpt.CODEC.encode(decoded, result.messages))  # one line in, one line out
+            return bytes(out_line) if isinstance(out_line, (bytes, memoryview)) else orjson.dumps(out_line)
         out = dict(conversation)  # replacing a key's value keeps its place among the others
         out["messages"] = [m.data for m in result.messages]
         return orjson.dumps(out)
+
+    def _sharegpt(self, conversation: dict[str, Any], number: int, raw: bytes) -> Decoded:
+        """A ShareGPT conversation line read by the ShareGPT codec, as a one-line file of that format."""
+        from core.formats import sharegpt
+
+        line = Line(number, conversation, raw)
+        messages = number_messages(sharegpt.CODEC.decode([line], self.name))
+        return Decoded(self.name, sharegpt.CODEC.name, [line], messages)
 
     def _messages(self, conversation: dict[str, Any], number: int) -> list[Message]:
         messages = []
@@ -190,14 +251,44 @@ def acted(report: dict[str, Any]) -> list[str]:
 def compact_dataset_lines(
     lines: Iterable[bytes], compactor: DatasetCompactor
 ) -> Iterator[bytes]:
-    """The output chunks (each line and its line end) for the raw lines of a dataset file."""
+    """The output chunks (each line and its line end) for the raw lines of a dataset file.
+
+    A file that is a JSON array (its first non-blank byte ``[``) is parsed
+    whole and its elements are the lines: element N is line N, written back
+    as one JSONL line.
+    """
     seen = False
-    for number, raw in iter_lines(lines):
+    for number, raw in _numbered(lines, compactor.name):
         seen = True
         yield compactor.line(number, raw)
         yield b"\n"
     if not seen:
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
+
+
+def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of the non-blank lines, or of the elements of a JSON array file."""
+    source = iter(lines)
+    head: list[bytes] = []
+    for line in source:
+        head.append(line)
+        text = line[len(_UTF8_BOM):] if len(head) == 1 and line.startswith(_UTF8_BOM) else line
+        if text.strip():
+            if text.lstrip()[:1] == b"[":
+                return _elements(b"".join([text, *source]), name)
+            break
+    return iter_lines(itertools.chain(head, source))
+
+
+def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
+    from core.formats import array_lines
+
+    try:
+        elements = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
+                         column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
+    return enumerate(array_lines(elements, name).splitlines(), start=1)
 
 
 def compact_dataset_bytes(
@@ -225,17 +316,18 @@ def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {str(exc.msg).split(':')[0]}", path=name, line=number,
                          column=exc.colno, fix="each line must be one complete JSON object") from None
-    if not isinstance(data, dict) or not isinstance(data.get("messages"), list) or "role" in data:
+    if not is_conversation(data):
         raise InputError(
             f"{_kind(data)}, not a conversation", path=name, line=number,
-            fix='each line of a dataset must be an object with a "messages" list (and no "role")',
+            fix='each line of a dataset must be an object with a "messages" list (and no "role") '
+                'or a ShareGPT "conversations" list',
         )
     return data
 
 
 def _kind(value: Any) -> str:
     if isinstance(value, dict):
-        return "an object without a messages list" if "role" not in value else "a single message"
+        return "an object without a messages or conversations list" if "role" not in value else "a single message"
     kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
     return kinds.get(type(value), "null")
 

@@ -75,6 +75,9 @@ def validate_dataset_report(report: dict[str, Any]) -> None:
         (b'{"messages": "not a list"}', False),
         (b"[1, 2]", False),
         (b"{not json", False),
+        (b'{"conversations": [{"from": "human", "value": "hi"}], "tools": "[]"}', True),  # ShareGPT
+        (b'{"conversations": "not a list"}', False),
+        (b'{"from": "human", "value": "hi"}', False),  # one ShareGPT turn
     ],
 )
 def test_a_dataset_line_is_an_object_with_a_messages_list_and_no_role(line: bytes, expected: bool) -> None:
@@ -87,6 +90,33 @@ def test_detection_reads_the_first_non_blank_line(tmp_path: Path, samples: Path)
     assert sniff_file(str(path)) == DATASET
     assert sniff_file(str(samples / "agent_session.jsonl")) == TRANSCRIPT
     assert sniff_bytes(b"") == TRANSCRIPT
+
+
+SHAREGPT = {"id": "s", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+CHAT = {"id": "c", "messages": [msg("user", "hi")]}
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (dataset_bytes(SHAREGPT), TRANSCRIPT),  # one ShareGPT conversation is one transcript
+        (dataset_bytes(SHAREGPT, SHAREGPT), DATASET),
+        (b"\n" + dataset_bytes(SHAREGPT) + b"\n\n" + dataset_bytes(CHAT), DATASET),  # the two shapes mixed
+        (dataset_bytes(SHAREGPT, {"from": "human", "value": "hi"}), TRANSCRIPT),  # the reader refuses it
+        (json.dumps([SHAREGPT, SHAREGPT], indent=2).encode(), DATASET),  # a JSON array of conversations
+        (b"\xef\xbb\xbf" + json.dumps([SHAREGPT, CHAT]).encode(), DATASET),
+        (json.dumps([SHAREGPT], indent=2).encode(), TRANSCRIPT),
+        (json.dumps([CHAT], indent=2).encode(), DATASET),  # as the same line in a JSONL file
+        (json.dumps([msg("user", "hi")], indent=2).encode(), TRANSCRIPT),  # an array of messages
+        (b"[1, 2]", TRANSCRIPT),  # the reader says what is wrong with it
+        (b"[\n  {", TRANSCRIPT),
+    ],
+)
+def test_detection_of_sharegpt_datasets_and_json_arrays(data: bytes, expected: str, tmp_path: Path) -> None:
+    assert sniff_bytes(data) == expected
+    path = tmp_path / "set"
+    path.write_bytes(data)
+    assert sniff_file(str(path)) == expected
 
 
 # -- compaction ---------------------------------------------------------------------------
@@ -184,3 +214,82 @@ def test_the_public_tau_bench_dataset(realdata: Path) -> None:
     assert 0 < report["changed"] < 200
     assert report["before"]["messages"] == 5308
     validate_dataset_report(report)
+
+
+# -- ShareGPT conversations and JSON arrays ------------------------------------------------
+
+
+def sharegpt_conversation(turns: int) -> dict[str, Any]:
+    """The ``conversation`` above in ShareGPT turns, with a top-level system and other fields."""
+    out: list[dict[str, Any]] = []
+    for turn in range(turns):
+        out.append({"from": "human", "value": f"step {turn}: look at file {turn}"})
+        out.append({"from": "function_call", "value": json.dumps({"name": "read_file", "arguments": {"path": f"f{turn}.py"}})})
+        out.append({"from": "observation", "value": f"line {turn}\n" * 2000})
+        out.append({"from": "gpt", "value": f"done with step {turn}"})
+    return {"id": 9, "conversations": out, "system": "You are a careful agent.", "tools": "[]", "reward": 1.0}
+
+
+def test_a_sharegpt_line_is_compacted_and_written_back_as_sharegpt() -> None:
+    small = {"id": 1, "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}
+    long = sharegpt_conversation(6)
+    data = dataset_bytes(small, long, {"task_id": 3, "messages": conversation(6)})
+    output, report = run(data, max_tokens=3000)
+    lines = output.splitlines()
+    assert lines[0] == data.splitlines()[0]
+    written = orjson.loads(lines[1])
+    assert list(written) == list(long) and written["tools"] == "[]" and written["reward"] == 1.0
+    assert all(set(turn) == {"from", "value"} for turn in written["conversations"])
+    assert len(written["conversations"]) < len(long["conversations"])
+    assert "messages" in orjson.loads(lines[2])  # a chat conversation stays one
+    rows = report["rows"]
+    assert [(r["line"], r["changed"]) for r in rows] == [(1, False), (2, True), (3, True)]
+    assert rows[1]["tokens_after"] < 3000 < rows[1]["tokens_before"]
+    assert rows[1]["messages_before"] == len(long["conversations"]) + 1  # the system prompt is a message too
+    validate_dataset_report(report)
+
+
+def test_sharegpt_and_chat_conversations_of_the_same_talk_compact_alike() -> None:
+    _, report = run(dataset_bytes(sharegpt_conversation(5), {"messages": conversation(5)}), max_tokens=2500)
+    sharegpt_row, chat_row = report["rows"]
+    assert sharegpt_row["messages_before"] == chat_row["messages_before"]
+    assert sharegpt_row["messages_after"] == chat_row["messages_after"]
+    assert sharegpt_row["strategies"] == chat_row["strategies"]
+
+
+def test_a_bad_sharegpt_line_names_the_line_or_is_skipped() -> None:
+    bad = b'{"conversations": [{"from": "human"}]}'
+    data = dataset_bytes({"messages": [msg("user", "ok")]}) + bad + b"\n"
+    with pytest.raises(InputError) as caught:
+        run(data, max_tokens=100)
+    assert str(caught.value).startswith("set.jsonl:2: turn 1 is not a ShareGPT turn")
+    counter, choice = shared_counter()
+    output, report = compact_dataset_bytes(
+        data, "set.jsonl", MemoryConfig().with_overrides(max_tokens=100), counter=MessageCounter(counter),
+        encoder=choice, skip_invalid=True,
+    )
+    assert output.splitlines()[1] == bad
+    assert [s["line"] for s in report["skipped_lines"]] == [2]
+
+
+def test_a_json_array_dataset_is_written_back_as_jsonl_one_element_per_line() -> None:
+    elements = [{"id": 1, "messages": [msg("user", "hi")]}, sharegpt_conversation(6)]
+    data = b"\xef\xbb\xbf" + json.dumps(elements, indent=2).encode()
+    output, report = run(data, max_tokens=3000)
+    lines = output.splitlines()
+    assert len(lines) == 2 and orjson.loads(lines[0]) == elements[0]
+    assert [(r["line"], r["changed"]) for r in report["rows"]] == [(1, False), (2, True)]
+    validate_dataset_report(report)
+    unlimited, _ = run(data, max_tokens=10 ** 9)
+    assert [orjson.loads(line) for line in unlimited.splitlines()] == elements
+
+
+@pytest.mark.parametrize(("data", "error"), [
+    (b'[\n {"messages": []},\n 7\n]', "set.jsonl: element 2 of this JSON array is a number"),
+    (b'[\n {"messages": []},\n', "set.jsonl:3:1: malformed JSON array"),
+    (b'[{"role": "user", "content": "hi"}]', "set.jsonl:1: a single message, not a conversation"),
+])
+def test_a_bad_json_array_dataset_is_an_error_naming_the_file(data: bytes, error: str) -> None:
+    with pytest.raises(InputError) as caught:
+        run(data, max_tokens=100)
+    assert str(caught.value).startswith(error)

@@ -1,4 +1,4 @@
-"""ShareGPT (core/formats/sharegpt.py): one turn per line, or one conversation on one line."""
+"""ShareGPT (core/formats/sharegpt.py): one turn per line, one conversation on one line, or a dataset of them."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import pytest
 
 from core import formats
 from tests.helpers import invoke
+from tests.test_dataset import validate_dataset_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 TURNS = FIXTURES / "sharegpt_turns.jsonl"
 CONVERSATION = FIXTURES / "sharegpt_conversation.jsonl"
+DATASET = FIXTURES / "sharegpt_dataset.jsonl"  # three conversations: two that fit 1000 tokens, one that does not
 GLAIVE = Path("sharegpt") / "glaive_toolcall_en_demo.json"
 
 
@@ -131,11 +133,203 @@ def test_conversation_line_is_rebuilt(strategies: tuple[str, ...], glaive: dict[
         assert (before == "function_call") == (after == "observation")
 
 
-def test_several_conversations_are_refused(glaive: dict[str, Path]) -> None:
-    result = invoke(str(glaive["several"]), "--max-tokens", "8000")
-    assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1
-    assert f"{glaive['several']}:2: this file holds 3 ShareGPT conversations" in result.stderr
+def alternate(turns: list[dict[str, Any]]) -> None:
+    """Every call is answered right after it, and every observation answers a call."""
+    froms = [t["from"] for t in turns if t["from"] in ("human", "gpt", "function_call", "observation", "system")]
+    for before, after in zip(froms, froms[1:] + [None]):
+        assert (before == "function_call") == (after == "observation")
+
+
+# -- several conversations: a dataset, each compacted on its own budget ---------------------
+
+
+def test_several_conversations_are_a_dataset(glaive: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(glaive["several"]), "--unlimited", "-o", str(out), "--report", str(report_path))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes() == glaive["several"].read_bytes()
+    report = json.loads(report_path.read_text())
+    assert report["kind"] == "dataset" and [r["line"] for r in report["rows"]] == [1, 2, 3]
+    validate_dataset_report(report)
+
+
+@pytest.mark.parametrize("forced", [(), ("--from", "sharegpt"), ("--from", "dataset")], ids=["detected", "sharegpt", "dataset"])
+def test_dataset_fixture_each_conversation_on_its_own_budget(forced: tuple[str, ...], tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(DATASET), *forced, "--max-tokens", "1000", "-o", str(out), "--report", str(report_path))
+    assert result.exit_code == 0, result.stderr
+    before, after = DATASET.read_bytes().splitlines(), out.read_bytes().splitlines()
+    assert after[:2] == before[:2]  # the conversations that fit are written back byte for byte
+    report = json.loads(report_path.read_text())
+    validate_dataset_report(report)
+    assert (report["kind"], report["conversations"], report["changed"]) == ("dataset", 3, 1)
+    row = report["rows"][2]
+    assert row["line"] == 3 and row["changed"] and row["tokens_after"] <= 1000 < row["tokens_before"]
+    original, written = json.loads(before[2]), json.loads(after[2])
+    assert list(written) == list(original)  # id, conversations, system, tools, score: in their order
+    assert {k: v for k, v in written.items() if k != "conversations"} == {
+        k: v for k, v in original.items() if k != "conversations"}
+    assert len(written["conversations"]) < len(original["conversations"])
+    alternate(written["conversations"])
+
+
+def test_a_dataset_line_compacts_exactly_as_the_same_conversation_alone(tmp_path: Path) -> None:
+    alone = tmp_path / "alone.jsonl"
+    alone.write_bytes(DATASET.read_bytes().splitlines()[2] + b"\n")
+    single = invoke(str(alone), "--max-tokens", "1000", "--no-cache")
+    several = invoke(str(DATASET), "--max-tokens", "1000", "--no-cache")
+    assert single.exit_code == several.exit_code == 0
+    assert several.stdout.splitlines()[2] == single.stdout.splitlines()[0]
+
+
+def test_a_dataset_may_mix_chat_and_sharegpt_conversations(tmp_path: Path) -> None:
+    lines = DATASET.read_text(encoding="utf-8").splitlines()
+    chat = json.dumps({"id": "chat", "messages": [{"role": "user", "content": "word " * 3000},
+                                                  {"role": "assistant", "content": "ok"},
+                                                  {"role": "user", "content": "and now?"}]})
+    for order in ([chat, *lines], [*lines, chat]):
+        mixed = tmp_path / "mixed.jsonl"
+        mixed.write_text("\n".join(order) + "\n", encoding="utf-8")
+        out = tmp_path / "out.jsonl"
+        result = invoke(str(mixed), "--max-tokens", "1000", "-o", str(out), "--report", str(tmp_path / "r.json"))
+        assert result.exit_code == 0, result.stderr
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert report["conversations"] == 4 and report["changed"] == 2
+        written = read_json_lines(out)
+        assert [("messages" in w, w["id"]) for w in written] == [("messages" in json.loads(o), json.loads(o)["id"])
+                                                                 for o in order]
+
+
+def test_a_turn_line_among_conversation_lines_is_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(DATASET.read_text(encoding="utf-8") + '{"from": "human", "value": "hi"}\n', encoding="utf-8")
+    result = invoke(str(bad), "--max-tokens", "1000")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and f"{bad}:4:" in result.stderr
+
+
+def test_a_bad_conversation_in_a_dataset_names_its_line(tmp_path: Path) -> None:
+    lines = DATASET.read_text(encoding="utf-8").splitlines()
+    lines.insert(1, json.dumps({"conversations": [{"from": "function_call", "value": "not json"}]}))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke(str(bad), "--max-tokens", "1000")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert f"{bad}:2: turn 1: function_call value is not JSON" in result.stderr
+    out = tmp_path / "out.jsonl"
+    report = tmp_path / "r.json"
+    result = invoke(str(bad), "--unlimited", "--skip-invalid", "-o", str(out), "--report", str(report))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes() == bad.read_bytes()
+    assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [2]
+
+
+# -- JSON array files: the elements are the lines, written back as JSONL -------------------
+
+
+def test_the_real_json_array_round_trip(realdata: Path, tmp_path: Path) -> None:
+    source = realdata / GLAIVE
+    out = tmp_path / "out.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(source), "--unlimited", "-o", str(out), "--report", str(report_path))
+    assert result.exit_code == 0, result.stderr
+    elements = json.loads(source.read_text(encoding="utf-8"))
+    assert read_json_lines(out) == elements  # the same JSON values, one element per line
+    report = json.loads(report_path.read_text())
+    validate_dataset_report(report)
+    assert (report["kind"], report["conversations"], report["changed"]) == ("dataset", 300, 0)
+    assert [r["line"] for r in report["rows"]] == list(range(1, 301))
+
+
+def test_the_real_json_array_compacted(realdata: Path, tmp_path: Path) -> None:
+    source = realdata / GLAIVE
+    out = tmp_path / "out.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(source), "--max-tokens", "200", "-o", str(out), "--report", str(report_path))
+    assert result.exit_code == 0, result.stderr
+    elements = json.loads(source.read_text(encoding="utf-8"))
+    written = read_json_lines(out)
+    report = json.loads(report_path.read_text())
+    validate_dataset_report(report)
+    assert len(written) == len(report["rows"]) == 300
+    assert 0 < report["changed"] < 300 and report["after"]["tokens"] < report["before"]["tokens"]
+    for row, before, after in zip(report["rows"], elements, written):
+        assert row["changed"] == (after != before)
+        if row["tokens_before"] <= 200:
+            assert not row["changed"]
+        else:
+            assert row["changed"] or row["over_budget"]
+        if row["changed"]:
+            assert {k: v for k, v in after.items() if k != "conversations"} == {
+                k: v for k, v in before.items() if k != "conversations"}
+            assert len(after["conversations"]) == row["messages_after"] - bool(before.get("system"))
+            alternate(after["conversations"])
+
+
+def test_batch_compacts_sharegpt_datasets_and_arrays(realdata: Path, glaive: dict[str, Path], tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "glaive.json").write_bytes((realdata / GLAIVE).read_bytes())
+    (inputs / "three.jsonl").write_bytes(glaive["several"].read_bytes())
+    (inputs / "one.jsonl").write_bytes(glaive["first"].read_bytes())
+    (inputs / "set.jsonl").write_bytes(DATASET.read_bytes())
+    out = tmp_path / "out"
+    names = ["glaive.json", "three.jsonl", "one.jsonl", "set.jsonl"]
+    result = invoke("batch", *(str(inputs / n) for n in names), "--out", str(out), "--max-tokens", "200",
+                    "--jobs", "1", "--report", str(tmp_path / "b.json"))
+    assert result.exit_code == 0, result.output
+    rows = {Path(r["input"]).name: r for r in json.loads((tmp_path / "b.json").read_text())["rows"]}
+    assert {n: (rows[n]["kind"], rows[n]["conversations"]) for n in names} == {
+        "glaive.json": ("dataset", 300), "three.jsonl": ("dataset", 3), "one.jsonl": ("transcript", 1),
+        "set.jsonl": ("dataset", 3)}
+    single = invoke(str(realdata / GLAIVE), "--max-tokens", "200", "--no-cache")
+    assert (out / "glaive.json").read_text(encoding="utf-8") == single.stdout  # what `compact FILE` writes
+
+
+def test_one_conversation_in_an_array_is_a_sharegpt_transcript(glaive: dict[str, Path], tmp_path: Path) -> None:
+    array = tmp_path / "one.json"
+    array.write_text(json.dumps(read_json_lines(glaive["first"]), indent=2), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    result = invoke(str(array), "--unlimited", "-o", str(out), "--report", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["format"]["input"] == "sharegpt"
+    assert read_json_lines(out) == read_json_lines(glaive["first"])
+
+
+def test_an_array_of_chat_messages_is_one_transcript(tmp_path: Path) -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "word " * 2000},
+                {"role": "assistant", "content": "ok"}, {"role": "user", "content": "and now?"}]
+    array = tmp_path / "chat.json"
+    array.write_text(json.dumps(messages, indent=2), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    report = tmp_path / "r.json"
+    assert invoke(str(array), "--unlimited", "-o", str(out), "--report", str(report)).exit_code == 0
+    assert read_json_lines(out) == messages
+    assert json.loads(report.read_text())["format"]["input"] == "openai"
+    assert invoke(str(array), "--max-tokens", "200", "-o", str(out)).exit_code == 0
+    assert len(read_json_lines(out)) < len(messages)
+    piped = invoke("-", "--unlimited", input=array.read_bytes())  # stdin too
+    assert piped.exit_code == 0 and [json.loads(line) for line in piped.stdout.splitlines()] == messages
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("[1, 2, 3]", "element 1 of this JSON array is a number"),
+        ('[{"conversations": []}, "x"]', "element 2 of this JSON array is a string"),
+        ("[]", "the JSON array is empty"),
+        ('[\n  {"conversations": []},\n', "malformed JSON array"),
+        ('[{"foo": 1}]', "element 1 of this JSON array is not a message in any format"),
+    ],
+)
+def test_an_array_of_something_else_is_a_one_line_error(text: str, error: str, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(text, encoding="utf-8")
+    for forced in ((), ("--from", "sharegpt")):
+        result = invoke(str(bad), *forced, "--max-tokens", "200")
+        assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert str(bad) in result.stderr and (error in result.stderr or forced), result.stderr
 
 
 def test_conversion_to_openai_and_back(tmp_path: Path) -> None:

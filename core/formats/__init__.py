@@ -154,15 +154,13 @@ def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None 
     if probe is None:
         with open(path, "rb") as stream:
             probe = stream.read(4096)
-    start = probe[len(_UTF8_BOM):] if probe.startswith(_UTF8_BOM) else probe
-    if not start.lstrip()[:1] == b"[":
+    if probe.removeprefix(_UTF8_BOM).lstrip()[:1] != b"[":
         return None
     if raw is None:
         with open(path, "rb") as stream:
             raw = stream.read()
-    body = raw[len(_UTF8_BOM):] if raw.startswith(_UTF8_BOM) else raw
     try:
-        elements = orjson.loads(body)
+        elements = orjson.loads(raw.removeprefix(_UTF8_BOM))
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
@@ -239,7 +237,12 @@ def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | Non
     sample = split_lines(head, skip_invalid=True, path=name, limit=SAMPLE_LINES)
     if not any(line.data is not None for line in sample):
         return name, raw, get(OPENAI)  # empty or unreadable: the reader says what is wrong
-    return name, raw, detect(sample, name)
+    try:
+        return name, raw, detect(sample, name)
+    except InputError as exc:
+        if converted is not None and exc.what.startswith("this line "):  # say where in the array it is
+            exc.what = f"element {exc.line} of this JSON array " + exc.what[len("this line "):]
+        raise
 
 
 def read(path: str, *, source_format: str | None = None, skip_invalid: bool = False,

@@ -1,4 +1,13 @@
-"""Conversation-per-line datasets (`{"messages": [...], ...}` on each line): detected here, compacted by core.dataset."""
+"""Conversation-per-line datasets: detected here, compacted by core.dataset.
+
+Each line is one whole conversation beside any other fields: OpenAI chat
+``{"messages": [...], ...}`` (tau-bench, fine-tuning sets) or ShareGPT
+``{"conversations": [...], "tools"?, "system"?, ...}`` (LLaMA-Factory); a
+dataset may mix the two. Every such line fits this format, but a single
+ShareGPT conversation line is read as the ``sharegpt`` format (one
+transcript): core.formats.detect makes a file with more than one
+``conversations`` line a dataset.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +18,27 @@ from core.formats.base import Codec
 NAME = "dataset"
 
 
+def is_chat_conversation(data: Any) -> bool:
+    """``{"messages": [...]}`` and no ``role`` (a message with a stray field is not a conversation)."""
+    return isinstance(data, dict) and isinstance(data.get("messages"), list) and "role" not in data
+
+
+def is_sharegpt_conversation(data: Any) -> bool:
+    """``{"conversations": [...]}`` with none of the other formats' keys."""
+    return (isinstance(data, dict) and isinstance(data.get("conversations"), list)
+            and not any(key in data for key in ("role", "type", "messages")))
+
+
+def is_conversation(data: Any) -> bool:
+    return is_chat_conversation(data) or is_sharegpt_conversation(data)
+
+
 class Dataset(Codec):
     name = NAME
     title = "a conversation-per-line dataset"
 
     def accepts(self, data: dict[str, Any]) -> bool:
-        return isinstance(data.get("messages"), list) and "role" not in data
+        return is_conversation(data)
 
     def evidence(self, data: dict[str, Any]) -> bool:
         return True

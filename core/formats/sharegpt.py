@@ -5,8 +5,14 @@ its ``data/glaive_toolcall_en_demo.json``):
 
 * one turn per line: ``{"from": "human", "value": "..."}``, the whole file one conversation;
 * one conversation per line: ``{"conversations": [turns], "system"?: str, "tools"?: str, ...}``.
-  A file holding several such lines is a dataset, not one transcript: it is
-  refused with a one-line error (each conversation needs its own budget).
+  A file holding several such lines is a dataset, not one transcript:
+  core.formats reads it as the ``dataset`` format and core.dataset compacts
+  each line on its own budget with this codec (decoding and encoding that one
+  line). A single conversation line is one transcript, this format.
+
+The real file (``glaive_toolcall_en_demo.json``) is a pretty-printed JSON array
+of such conversations: core.formats reads an array's elements as lines, so it
+is a dataset too, written back as JSONL.
 
 ``from``: ``human``/``user`` -> user, ``gpt``/``assistant`` -> assistant,
 ``system`` -> system, ``function_call`` (``value`` = JSON ``{"name", "arguments"}``,
@@ -110,7 +116,7 @@ def _conversation_lines(lines: list[Line], path: str) -> list[Line]:
         raise InputError(
             f"this file holds {len(found)} ShareGPT conversations, one per line; compact works on one conversation",
             path=path, line=found[1].number,
-            fix="put each conversation in its own file (one line each) and compact each on its own budget",
+            fix="compact it as a dataset (`compact FILE`, `compact batch`): each conversation on its own budget",
         )
     return found
 
