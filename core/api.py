@@ -11,14 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, Progress, default_cache_path
-from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
-from core.seams import Seams
 import orjson
 
+from core.config import MemoryConfig
+from core.counting import CountCache, MessageCounter, Progress, default_cache_path
 from core.messages import Message
+from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
 from core.run_cache import RunCache, run_key
+from core.seams import Seams
 from core.tokens import EncoderChoice, bpe_available, load_counter
 from core.transcript import serialise
 
@@ -138,14 +138,14 @@ def compact_file(
             skipped_lines=transcript.skipped_lines,
         )
         target = target_format or transcript.format
-        result.report["format"] = {
-            "input": transcript.format,
-            "output": target,
-            "losses": formats.conversion_losses(transcript, result.messages, target),
-        }
-        if transcript.format != formats.OPENAI or target != formats.OPENAI:
-            result.writer = lambda messages: formats.write(transcript, messages, target)
-        elif memo is not None and not result.report["skipped_lines"]:
+        losses: list[dict[str, Any]] = []
+        if target != transcript.format:
+            items, losses = formats.convert(transcript, result.messages, target)
+            result.writer = lambda _messages: formats.serialise_lines(items)
+        elif transcript.format != formats.OPENAI:
+            result.writer = lambda messages: formats.write(transcript, messages)
+        result.report["format"] = {"input": transcript.format, "output": target, "losses": losses}
+        if transcript.format == target == formats.OPENAI and memo is not None and not result.report["skipped_lines"]:
             cache, key = memo
             cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), result.report)
         return result

@@ -58,7 +58,16 @@ def _conversation_count(lines: Sequence[Line]) -> int:
 
 def _codecs() -> dict[str, Codec]:
     # Most specific first: detection picks the first whose evidence a line shows.
-    from core.formats import anthropic, claude_code, codex, dataset, openai_chat, pi, responses, sharegpt
+    from core.formats import (
+        anthropic,
+        claude_code,
+        codex,
+        dataset,
+        openai_chat,
+        pi,
+        responses,
+        sharegpt,
+    )
 
     found: dict[str, Codec] = {}
     for module in (claude_code, codex, pi, responses, anthropic, sharegpt, dataset, openai_chat):
@@ -320,40 +329,25 @@ def read_one(path: str, *, stdin: BinaryIO | None = None, command: str = "this c
     return decoded
 
 
-def write(decoded: Decoded, result: Sequence[Message], target: str | None = None,
-          losses: Losses | None = None) -> Iterator[bytes]:
-    """The output bytes: ``result`` in the input's format, or rendered fresh in ``target``'s."""
-    target = target or decoded.format
-    if target == decoded.format:
-        if decoded.format == OPENAI:
-            from core.transcript import serialise
+def write(decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
+    """The output bytes: ``result`` written back in the input's format."""
+    if decoded.format == OPENAI:
+        from core.transcript import serialise
 
-            return serialise(result)
-        return serialise_lines(get(target).encode(decoded, result))
-    losses = losses if losses is not None else Losses()
-    return serialise_lines(get(target).render(result, losses))
+        return serialise(result)
+    return serialise_lines(get(decoded.format).encode(decoded, result))
 
 
-def conversion_losses(decoded: Decoded, result: Sequence[Message], target: str | None) -> list[dict[str, Any]]:
-    """What converting to ``target`` leaves out (the lines are produced again when written)."""
-    if target is None or target == decoded.format:
-        return []
+def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``result`` rendered fresh in ``target``'s format, and what that could not carry (for the report).
+
+    Rendered once, up front: the report, which names the losses, is staged
+    before the transcript is written.
+    """
     losses = Losses()
-    dropped = sum(1 for line in decoded.lines if line.data is not None and not _is_message_line(decoded, line))
+    message_lines = {n for m in decoded.messages for n in m.extra.get("origin", ())}
+    dropped = sum(1 for line in decoded.lines if line.data is not None and line.number not in message_lines)
     if dropped:
         losses.add(f"{get(decoded.format).title} lines that are not messages", dropped)
-    for _ in get(target).render(result, losses):
-        pass
-    return losses.as_list()
-
-
-def _is_message_line(decoded: Decoded, line: Line) -> bool:
-    cache = decoded.__dict__.setdefault("_message_lines", None)
-    if cache is None:
-        cache = {n for m in decoded.messages for n in m.extra.get("origin", ())}
-        decoded.__dict__["_message_lines"] = cache
-    return line.number in cache
-
-
-def dumps(data: dict[str, Any]) -> bytes:
-    return orjson.dumps(data)
+    items = list(get(target).render(result, losses))
+    return items, losses.as_list()
