@@ -86,3 +86,21 @@ def invoke_with_report(*args: str, tmp_path: Path) -> tuple[Any, dict[str, Any]]
     outcome = invoke(*args, "--report", str(report))
     assert outcome.exit_code == 0, outcome.output
     return outcome, json.loads(report.read_text())
+
+
+def check_bad_line(broken: Path, line: int, tmp_path: Path, *args: str) -> tuple[Any, bytes, dict[str, Any]]:
+    """A bad line stops a run (``args``) with one error line naming FILE:LINE (exit 2); with
+    ``--unlimited --skip-invalid`` the file comes back byte for byte and the report lists that line.
+
+    Returns the failed run, the kept output and the report, for the caller's own checks.
+    """
+    failed = invoke(str(broken), *args)
+    assert failed.exit_code == 2
+    assert failed.stderr.count("\n") == 1 and f"{broken}:{line}:" in failed.stderr, failed.stderr
+    out, report = tmp_path / "kept.jsonl", tmp_path / "kept.report.json"
+    kept = invoke(str(broken), "--unlimited", "--skip-invalid", "-o", str(out), "--report", str(report))
+    assert kept.exit_code == 0, kept.output
+    assert out.read_bytes() == broken.read_bytes()
+    skipped = json.loads(report.read_text())
+    assert [s["line"] for s in skipped["skipped_lines"]] == [line]
+    return failed, out.read_bytes(), skipped

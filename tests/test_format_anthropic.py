@@ -10,7 +10,7 @@ import pytest
 
 from core import formats
 from core.messages import is_summary
-from tests.helpers import invoke, invoke_with_report, read_messages
+from tests.helpers import check_bad_line, invoke, invoke_with_report, read_messages
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 BLOCKS = FIXTURES / "anthropic_all_blocks.jsonl"  # every block kind, unknown fields and block types included
@@ -100,14 +100,8 @@ def test_invalid_line_is_an_error_naming_it_or_kept_verbatim(tmp_path: Path) -> 
     source = BLOCKS.read_text().splitlines()
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([*source[:3], '{"role": "user", "content": [oops', *source[3:]]) + "\n")
-    failed = invoke(str(broken), "--unlimited")
-    assert failed.exit_code == 2
-    assert failed.stderr.splitlines() == [failed.stderr.strip()]
-    assert f"{broken}:4" in failed.stderr
-    result, report = invoke_with_report(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
-    assert result.stdout.splitlines()[3] == '{"role": "user", "content": [oops'
-    assert result.stdout == broken.read_text()
-    assert [s["line"] for s in report["skipped_lines"]] == [4]
+    _, kept, _ = check_bad_line(broken, 4, tmp_path, "--unlimited")
+    assert kept.decode().splitlines()[3] == '{"role": "user", "content": [oops'
 
 
 def test_a_line_in_no_anthropic_shape_is_an_error_naming_it(tmp_path: Path) -> None:

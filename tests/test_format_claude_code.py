@@ -10,7 +10,7 @@ import pytest
 
 from core import formats
 from core.messages import is_summary
-from tests.helpers import invoke, invoke_with_report, read_messages
+from tests.helpers import check_bad_line, invoke, invoke_with_report, read_messages
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 SESSION = FIXTURES / "claude_code_session.jsonl"  # every line kind, a multi-line reply, harness text, a summary
@@ -214,12 +214,7 @@ def test_invalid_line_is_an_error_naming_it_or_kept_verbatim(tmp_path: Path) -> 
     source = ORPHANS.read_text().splitlines()
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join([*source[:2], '{"parentUuid": broken', *source[2:]]) + "\n")
-    failed = invoke(str(broken), "--unlimited")
-    assert failed.exit_code == 2
-    assert len(failed.stderr.splitlines()) == 1 and f"{broken}:3:" in failed.stderr
-    result, report = invoke_with_report(str(broken), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
-    assert result.stdout == broken.read_text()
-    assert [s["line"] for s in report["skipped_lines"]] == [3]
+    check_bad_line(broken, 3, tmp_path, "--unlimited")
 
 
 def test_a_message_line_without_content_is_an_error_naming_it(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from core import formats
 from core.api import compact_file
 from core.config import MemoryConfig, StrategySpec
 from core.messages import is_summary
-from tests.helpers import invoke
+from tests.helpers import check_bad_line, invoke
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 SESSION = FIXTURES / "pi_session.jsonl"  # with a compaction entry
@@ -244,14 +244,7 @@ def test_invalid_line_is_an_error_or_kept_in_place(tmp_path: Path) -> None:
     lines[40] = lines[40][:-5]
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join(lines) + "\n")
-    result = invoke(str(broken), "--max-tokens", "8000")
-    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and f"{broken}:41:" in result.stderr
-    out = tmp_path / "out.jsonl"
-    report = tmp_path / "r.json"
-    result = invoke(str(broken), "--unlimited", "--skip-invalid", "-o", str(out), "--report", str(report))
-    assert result.exit_code == 0, result.stderr
-    assert out.read_text() == broken.read_text()
-    assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [41]
+    check_bad_line(broken, 41, tmp_path, "--max-tokens", "8000")
 
 
 def test_orphans_and_repair_use_pi_ids(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core import formats
-from tests.helpers import invoke
+from tests.helpers import check_bad_line, invoke
 from tests.test_dataset import validate_dataset_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
@@ -214,15 +214,8 @@ def test_a_bad_conversation_in_a_dataset_names_its_line(tmp_path: Path) -> None:
     lines.insert(1, json.dumps({"conversations": [{"from": "function_call", "value": "not json"}]}))
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = invoke(str(bad), "--max-tokens", "1000")
-    assert result.exit_code == 2 and result.stderr.count("\n") == 1
-    assert f"{bad}:2: turn 1: function_call value is not JSON" in result.stderr
-    out = tmp_path / "out.jsonl"
-    report = tmp_path / "r.json"
-    result = invoke(str(bad), "--unlimited", "--skip-invalid", "-o", str(out), "--report", str(report))
-    assert result.exit_code == 0, result.stderr
-    assert out.read_bytes() == bad.read_bytes()
-    assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [2]
+    failed, _, _ = check_bad_line(bad, 2, tmp_path, "--max-tokens", "1000")
+    assert f"{bad}:2: turn 1: function_call value is not JSON" in failed.stderr
 
 
 # -- JSON array files: the elements are the lines, written back as JSONL -------------------
@@ -373,14 +366,7 @@ def test_invalid_line(tmp_path: Path) -> None:
     lines[6] = lines[6][:-2]
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join(lines) + "\n")
-    result = invoke(str(broken), "--max-tokens", "8000")
-    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and f"{broken}:7:" in result.stderr
-    out = tmp_path / "out.jsonl"
-    report = tmp_path / "r.json"
-    result = invoke(str(broken), "--unlimited", "--skip-invalid", "-o", str(out), "--report", str(report))
-    assert result.exit_code == 0, result.stderr
-    assert out.read_text() == broken.read_text()
-    assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [7]
+    check_bad_line(broken, 7, tmp_path, "--max-tokens", "8000")
 
 
 def test_bad_function_call_value(tmp_path: Path) -> None:
