@@ -331,10 +331,6 @@ def read_one(path: str, *, stdin: BinaryIO | None = None, command: str = "this c
 
 def write(decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
     """The output bytes: ``result`` written back in the input's format."""
-    if decoded.format == OPENAI:
-        from core.transcript import serialise
-
-        return serialise(result)
     return serialise_lines(get(decoded.format).encode(decoded, result))
 
 

@@ -169,7 +169,7 @@ class Codec:
         """The canonical messages of the file, each made with :func:`origin_message`, in conversation order."""
         raise NotImplementedError
 
-    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes | memoryview]:
         """The output lines in this format: a JSON object, or bytes written as they are."""
         raise NotImplementedError
 

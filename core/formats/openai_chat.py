@@ -45,9 +45,9 @@ class OpenAIChat(Codec):
     def decode(self, lines: Any, path: str) -> list[Message]:  # pragma: no cover - read by core.transcript
         raise NotImplementedError("OpenAI chat is read by core.transcript")
 
-    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes | memoryview]:
         for message in result:
-            yield bytes(message.to_bytes())
+            yield message.to_bytes()  # an untouched line's own bytes
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         for message in messages:
