@@ -158,3 +158,16 @@ def test_skip_invalid_keeps_a_line_of_the_wrong_shape_in_place(tmp_path: Path) -
     assert (tmp_path / "o.jsonl").read_bytes() == path.read_bytes()
     assert json.loads((tmp_path / "r.json").read_text())["skipped_lines"] == [
         {"line": 3, "error": "this line is not an Anthropic message"}]
+
+
+def test_the_chat_shortcut_of_detection_agrees_with_the_full_search(samples: Path, realdata: Path) -> None:
+    from core import formats
+
+    files = [*samples.glob("*.jsonl"), *(realdata / "openai-chat").glob("*.jsonl")]
+    shortcut = 0
+    for path in files:
+        lines = formats.split_lines(path.read_bytes(), skip_invalid=True, path=str(path), limit=64)
+        found = formats.detect(lines, str(path))
+        assert found is formats.search(lines, str(path)), path.name
+        shortcut += found.name == "openai"
+    assert shortcut >= 3

@@ -103,6 +103,18 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
     A line no format accepts, or lines that fit no single format (two formats
     mixed), is an error naming the line.
     """
+    from core.formats.openai_chat import CODEC as chat
+
+    # The common case without importing every codec: a line only chat accepts (a tool call, a
+    # tool result, a developer message) rules every other format out, so search() would agree.
+    sampled = [line.data for line in lines if line.data is not None]
+    if sampled and all(chat.accepts(data) for data in sampled) and any(chat.evidence(data) for data in sampled):
+        return chat
+    return search(lines, path)
+
+
+def search(lines: Sequence[Line], path: str) -> Codec:
+    """:func:`detect`, trying every codec."""
     candidates = list(codecs().values())
     shown: dict[str, int] = {}
     first_line: dict[str, int] = {}
