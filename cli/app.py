@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 
 from cli.errors import ErrorBoundaryGroup
@@ -21,7 +20,7 @@ class DefaultCommandGroup(ErrorBoundaryGroup):
     named like a subcommand is reached as `./name`.
     """
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in _PASSTHROUGH:
             args = [DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)

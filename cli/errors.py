@@ -6,14 +6,13 @@ import os
 import sys
 from typing import Any
 
-import click
 import typer
 import typer.core
 
 from core.errors import CompactError
 
 
-def debug_enabled(ctx: click.Context) -> bool:
+def debug_enabled(ctx: typer.Context) -> bool:
     return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or bool(ctx.meta.get(DEBUG_KEY))
 
 
@@ -29,11 +28,11 @@ DEBUG_KEY = "compact.debug"
 class ErrorBoundaryGroup(typer.core.TyperGroup):
     """Maps every CompactError raised under it to one stderr line and its exit code."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         ctx.meta[DEBUG_KEY] = "--debug" in args
         return super().parse_args(ctx, args)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CompactError as exc:
