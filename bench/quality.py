@@ -82,7 +82,8 @@ NEEDLE_PATTERNS: dict[str, re.Pattern[str]] = {
     "dotted": re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w])"),
     "snake": re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"),
     "camel": re.compile(r"(?<![\w.])([A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*)(?![\w])"),
-    "quoted": re.compile(r"\"([^\"\n]{4,100})\"|'([^'\n]{4,100})'|`([^`\n]{4,100})`"),
+    # Single quotes only around a whole string: an apostrophe (don't) or two strings' ends never pair.
+    "quoted": re.compile(r"\"([^\"\n]{5,100})\"|(?<![\w'])'([^'\n]{5,100})'(?![\w'])|`([^`\n]{5,100})`"),
 }
 MIN_IDENT = 5  # dotted, snake_case and CamelCase identifiers shorter than this are too common to tell
 
@@ -97,7 +98,7 @@ def extract_needles(text: str) -> dict[str, str]:
                 continue
             if kind == "path" and (needle.count("/") < 1 or len(needle) < 5 or "//" in needle):
                 continue
-            if kind == "quoted" and not needle.strip():
+            if kind == "quoted" and (needle != needle.strip() or not any(c.isalnum() for c in needle)):
                 continue
             if kind == "error_line":
                 needle = needle[:200]
@@ -159,6 +160,38 @@ def needles_for(continuation: Sequence[Message], prefix_text: str) -> dict[str, 
             uses[needle] = uses.get(needle, 0) + 1
             kinds.setdefault(needle, kind)
     return {n: (kinds[n], w) for n, w in sorted(uses.items()) if occurs(n, prefix_text)}
+
+
+def message_source(message: Message) -> list[tuple[str, str]]:
+    """(source, text) pieces of a message, by where a model reads them."""
+    data = message.data
+    if message.role == "assistant":
+        pieces = [("assistant text", content_text(data))]
+        pieces += [("tool-call arguments", call_name(c) + "\n" + orjson.dumps(call_arguments(c)).decode())
+                   for c in tool_calls(data)]
+        return pieces
+    if message.role in ("tool", "function"):
+        return [("tool result", content_text(data))]
+    if message.role == "user":
+        return [("user text", content_text(data))]
+    return [("summary" if message.extra.get("summary") else "system", content_text(data))]
+
+
+def needle_sources(needles: dict[str, tuple[str, int]], prefix: Sequence[Message]) -> dict[str, tuple[str, int]]:
+    """{needle: (source, messages before the end)}: the newest prefix message holding each needle."""
+    found: dict[str, tuple[str, int]] = {}
+    pending = set(needles)
+    for age, message in enumerate(reversed(prefix)):
+        if not pending:
+            break
+        for source, text in message_source(message):
+            for needle in [n for n in pending if n in text]:
+                if occurs(needle, text):
+                    found[needle] = (source, age)
+                    pending.discard(needle)
+    for needle in pending:  # in the text only across pieces (rare): call it the message's own
+        found[needle] = ("other", len(prefix))
+    return found
 
 
 def retention(needles: dict[str, tuple[str, int]], text: str) -> tuple[float, float, dict[str, list[str]]]:
@@ -502,25 +535,37 @@ def orphans(messages: Sequence[Message]) -> set[str]:
 
 
 def score(output: Sequence[Message], cut: Cut, planted: list[Message], needles: dict[str, tuple[str, int]],
-          where: list[int], asked: int, budget: int, seconds: float) -> dict[str, Any]:
+          sources: dict[str, tuple[str, int]], where: list[int], asked: int, budget: int,
+          seconds: float) -> dict[str, Any]:
     texts = message_texts(output)
     whole = "\n".join(texts)
     weighted, unweighted, lost = retention(needles, whole)
+    lost_from: dict[str, int] = {}
+    for items in lost.values():
+        for needle in items:
+            source, age = sources[needle]
+            key = f"{source}, {'newest 20' if age < 20 else '20-100 back' if age < 100 else '100+ back'}"
+            lost_from[key] = lost_from.get(key, 0) + 1
     facts = [any(FACTS[f][0].lower() in t.lower() and FACTS[f][1] in t for t in texts) if where[f] >= 0 else None
              for f in range(len(FACTS))]
     system = next((m for m in planted if m.role in ("system", "developer") and not m.extra.get("summary")), None)
     system_kept = None if system is None else countable_text(system.data) in texts
     newest = content_text(planted[-1].data)
+    task = next((m for m in planted[:-1] if m.role == "user" and m.extra.get("human")), None)
+    task_kept = None if task is None else any(content_text(task.data) in content_text(m.data)
+                                             for m in output if m.role == "user")
     tokens = sum(count(output))
     return {
         "weighted": weighted, "unweighted": unweighted, "needles": len(needles),
         "tokens": tokens, "budget_use": tokens / budget, "messages": len(output),
         "facts": [f for f in facts if f is not None], "asked_fact": facts[asked],
         "system_kept": system_kept,
+        "task_kept": task_kept,
         "newest_user_kept": any(m.role == "user" and newest in content_text(m.data) for m in output),
         "pairing_breaks": len(orphans(output) - orphans(planted)),
         "seconds": seconds,
         "lost": {kind: sorted(items)[:40] for kind, items in lost.items()},
+        "lost_from": lost_from,
     }
 
 
@@ -548,11 +593,18 @@ def evaluate(cut: Cut, cut_number: int, methods: Sequence[Method], budgets: Sequ
     cut.prefix = formats.read(str(original)).messages
     prefix_tokens = sum(count(cut.prefix))
     needles = needles_for(cut.continuation, "\n".join(message_texts(cut.prefix)))
+    sources = needle_sources(needles, cut.prefix)
     asked = cut_number % len(FACTS)
     lines, where = plant(cut, asked)
     planted_path = work / f"cut{cut_number}-planted{suffix}"
     planted_path.write_bytes(b"\n".join(lines) + b"\n")
-    planted = formats.read(str(planted_path)).messages
+    decoded = formats.read(str(planted_path))
+    planted = decoded.messages
+    native = {line.number: line.data for line in decoded.lines}
+    for message in planted:  # the task statement is the first human request
+        message.extra["human"] = is_human_request(message, native)
+    if keep_outputs is not None:  # the compacted input too, to rerun compact on it by hand
+        (keep_outputs / f"{_stem(cut.label)}-input{suffix}").write_bytes(planted_path.read_bytes())
     rows: list[dict[str, Any]] = []
     skipped = 0
     for budget in budgets:
@@ -564,15 +616,19 @@ def evaluate(cut: Cut, cut_number: int, methods: Sequence[Method], budgets: Sequ
             started = time.perf_counter()
             output = method.run(planted_path, planted, budget, out)
             seconds = time.perf_counter() - started
-            row = score(output, cut, planted, needles, where, asked, budget, seconds)
+            row = score(output, cut, planted, needles, sources, where, asked, budget, seconds)
             row.update(session=cut.session.name, kind=cut.session.kind, cut=cut.label, budget=budget,
                        method=method.name, prefix_tokens=prefix_tokens, prefix_messages=len(planted),
                        facts_planted=sum(1 for w in where if w >= 0))
             rows.append(row)
             if keep_outputs is not None:
-                target = keep_outputs / f"{cut.label.replace('@', '_at_').replace('%', '')}-{budget}-{method.name}.txt"
+                target = keep_outputs / f"{_stem(cut.label)}-{budget}-{method.name}.txt"
                 target.write_text(_readable(output))
     return rows, skipped
+
+
+def _stem(label: str) -> str:
+    return label.replace("@", "_at_").replace("%", "")
 
 
 def _readable(messages: Sequence[Message]) -> str:
@@ -657,6 +713,7 @@ def aggregate(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Seque
                 "facts": _mean([float(f) for f in facts]),
                 "asked_fact": _mean([float(r["asked_fact"]) for r in mine if r["asked_fact"] is not None]),
                 "system_kept": _mean([float(s) for s in systems]) if systems else None,
+                "task_kept": _mean([float(r["task_kept"]) for r in mine if r["task_kept"] is not None]),
                 "newest_user_kept": _mean([float(r["newest_user_kept"]) for r in mine]),
                 "pairing_breaks": sum(r["pairing_breaks"] for r in mine),
                 "seconds": sum(r["seconds"] for r in mine),
@@ -674,13 +731,14 @@ def _pct(value: float | None) -> str:
 
 def markdown(table: list[dict[str, Any]], compact_names: Sequence[str], baselines: Sequence[str]) -> str:
     header = ("| budget | method | cuts | weighted retention | unweighted | budget use (min) | over budget | "
-              "facts kept | asked fact | first system kept | newest user kept | pairing breaks | wall s |")
-    lines = [header, "|" + "---|" * 13]
+              "facts kept | asked fact | first system kept | newest user kept | task kept | pairing breaks | wall s |")
+    lines = [header, "|" + "---|" * 14]
     for row in table:
         lines.append(
             f"| {row['budget']} | {row['method']} | {row['cuts']} | {_pct(row['weighted'])} | {_pct(row['unweighted'])} "
             f"| {row['budget_use']:.2f} ({row['min_budget_use']:.2f}) | {row['over_budget']} | {_pct(row['facts'])} "
             f"| {_pct(row['asked_fact'])} | {_pct(row['system_kept'])} | {_pct(row['newest_user_kept'])} "
+            f"| {_pct(row['task_kept'])} "
             f"| {row['pairing_breaks']} | {row['seconds']:.1f} |")
     lines.append("")
     lines.append("Targets (issue 12), per budget: weighted retention ≥ 1.25× the best baseline, budget use ≥ 0.95, "
@@ -708,6 +766,22 @@ def _ok(flag: bool) -> str:
     return "PASS" if flag else "FAIL"
 
 
+def by_kind(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequence[int]) -> str:
+    """Weighted retention per kind of session (cuts in brackets): where a method wins or loses."""
+    kinds = sorted({r["kind"] for r in rows})
+    lines = ["| budget | method | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+    for budget in budgets:
+        for method in methods:
+            cells = []
+            for kind in kinds:
+                mine = [r["weighted"] for r in rows if r["budget"] == budget and r["method"] == method
+                        and r["kind"] == kind and r["needles"]]
+                cells.append(f"{_pct(_mean(mine))} ({len(mine)})" if mine else "-")
+            if any(c != "-" for c in cells):
+                lines.append(f"| {budget} | {method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def lost_summary(rows: list[dict[str, Any]], method: str) -> str:
     """Which kinds of needles ``method`` loses most, with a few examples each."""
     by_kind: dict[str, int] = {}
@@ -722,6 +796,14 @@ def lost_summary(rows: list[dict[str, Any]], method: str) -> str:
                     examples[kind].append(item)
     parts = [f"- {kind}: {n} lost, e.g. {', '.join(repr(e[:60]) for e in examples[kind])}"
              for kind, n in sorted(by_kind.items(), key=lambda kv: -kv[1])]
+    origins: dict[str, int] = {}
+    for row in rows:
+        if row["method"] == method:
+            for key, n in row["lost_from"].items():
+                origins[key] = origins.get(key, 0) + n
+    total = sum(origins.values()) or 1
+    parts.append("- where the lost needles were (newest prefix message holding each): " + "; ".join(
+        f"{key} {n / total:.0%}" for key, n in sorted(origins.items(), key=lambda kv: -kv[1])))
     return "\n".join(parts)
 
 
@@ -739,9 +821,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realdata", type=Path, default=REPO.parent / "shared" / "realdata",
                         help="the public sessions (default: ../shared/realdata beside the checkout)")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="token budgets, comma-separated")
-    parser.add_argument("--tau", type=int, default=4, help="how many of the longest tau-bench conversations")
+    parser.add_argument("--tau", type=int, default=6, help="how many of the longest tau-bench conversations")
     parser.add_argument("--seeds", default="0,1,2", help="generated sessions: generator seeds")
-    parser.add_argument("--generated-messages", type=int, default=240, help="messages per generated session")
+    parser.add_argument("--generated-messages", type=int, default=400, help="messages per generated session")
     parser.add_argument("--generated-scale", type=float, default=0.4,
                         help="generator size scale (0.4: about 0.5k tokens per message, like the real sessions)")
     parser.add_argument("--variant", action="append", type=parse_variant, default=[], metavar='NAME="OPTIONS"',
@@ -816,6 +898,8 @@ def main(argv: list[str] | None = None) -> int:
     report += (f"\n{len(cuts_used)} cuts of {len({r['session'] for r in rows})} sessions; "
                f"{skipped} (cut, budget) pairs skipped because the prefix was already under the budget; "
                f"{elapsed:.0f} s in all.\n")
+    report += "\nWeighted retention by kind of session (cuts with needles in brackets):\n\n"
+    report += by_kind(rows, names, budgets)
     for name in compact_names:
         report += f"\nWhat `{name}` lost most (needles of the continuation missing from its output):\n"
         report += lost_summary(rows, name) + "\n"
