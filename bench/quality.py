@@ -43,11 +43,11 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))  # this checkout's cli/core, not an installed compact
 sys.path.insert(0, str(HERE))
 
-import orjson  # noqa: E402
+import orjson
 
-from core import formats  # noqa: E402
-from core.config import MemoryConfig  # noqa: E402
-from core.messages import (  # noqa: E402
+from core import formats
+from core.config import MemoryConfig
+from core.messages import (
     Message,
     call_arguments,
     call_ids,
@@ -61,9 +61,11 @@ from core.messages import (  # noqa: E402
 
 BUDGETS = (4000, 8000, 16000)
 FRACTIONS = (0.5, 0.7, 0.9)
-SEED_LIST = ("-s offload:turns=10 -s summarize:turns=10 -s deduplicate_file_reads:tool_name=read_file "
-             "-s clear_tool_results:keep_pairs=3 -s clamp_oversized_messages:max_part_tokens=4096 "
-             "-s sliding_window:keep_messages=40 -s drop_observations -s drop_turns")
+SEED_LIST = (
+    "-s offload:turns=10 -s summarize:turns=10 -s deduplicate_file_reads:tool_name=read_file "
+    "-s clear_tool_results:keep_pairs=3 -s clamp_oversized_messages:max_part_tokens=4096 "
+    "-s sliding_window:keep_messages=40 -s drop_observations -s drop_turns"
+)
 CLEARED = "[tool result cleared]"
 
 # -- needles: what the continuation uses -----------------------------------------------------
@@ -72,20 +74,28 @@ CLEARED = "[tool result cleared]"
 NEEDLE_PATTERNS: dict[str, re.Pattern[str]] = {
     "url": re.compile(r"https?://[^\s\"'<>()\[\]`]+[^\s\"'<>()\[\]`.,;:]"),
     "path": re.compile(r"(?<![\w/.~-])((?:~|\.{1,2})?/?[\w.@+-]+(?:/[\w.@+-]+)+/?)"),
-    "error_line": re.compile(r"^[ \t>]*((?:[\w.]*(?:Error|Exception)|Traceback|FAILED|FAIL|fatal|error|ERROR|panic)"
-                             r"\b[:( ].{8,})$", re.MULTILINE),
+    "error_line": re.compile(
+        r"^[ \t>]*((?:[\w.]*(?:Error|Exception)|Traceback|FAILED|FAIL|fatal|error|ERROR|panic)"
+        r"\b[:( ].{8,})$",
+        re.MULTILINE,
+    ),
     "exception": re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b"),
     # Booking references, flight numbers, ticket ids: upper-case letters and digits mixed.
     "code": re.compile(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])([A-Z0-9]{5,})(?![\w-])"),
     "hex_id": re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])([0-9a-f]{7,})\b"),
     "number": re.compile(r"(?<![\w.])(\d{4,})(?![\w])"),
-    "dotted": re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w])"),
-    "snake": re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w])"),
-    "camel": re.compile(r"(?<![\w.])([A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*)(?![\w])"),
+    "dotted": re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])"),
+    "snake": re.compile(r"(?<![\w./])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w/])"),
+    "camel": re.compile(r"(?<![\w./])([A-Z][a-z0-9]+[A-Z]\w*|[a-z][a-z0-9]*[A-Z]\w*)(?![\w/])"),
     # Single quotes only around a whole string: an apostrophe (don't) or two strings' ends never pair.
-    "quoted": re.compile(r"\"([^\"\n]{5,100})\"|(?<![\w'])'([^'\n]{5,100})'(?![\w'])|`([^`\n]{5,100})`"),
+    "quoted": re.compile(
+        r"\"([^\"\n]{5,100})\"|(?<![\w'])'([^'\n]{5,100})'(?![\w'])|`([^`\n]{5,100})`"
+    ),
 }
-MIN_IDENT = 5  # dotted, snake_case and CamelCase identifiers shorter than this are too common to tell
+# Inside a path a name is part of the path needle, not a second needle.
+MIN_IDENT = (
+    5  # dotted, snake_case and CamelCase identifiers shorter than this are too common to tell
+)
 
 
 def extract_needles(text: str) -> dict[str, str]:
@@ -98,7 +108,9 @@ def extract_needles(text: str) -> dict[str, str]:
                 continue
             if kind == "path" and (needle.count("/") < 1 or len(needle) < 5 or "//" in needle):
                 continue
-            if kind == "quoted" and (needle != needle.strip() or not any(c.isalnum() for c in needle)):
+            if kind == "quoted" and (
+                needle != needle.strip() or not any(c.isalnum() for c in needle)
+            ):
                 continue
             if kind == "error_line":
                 needle = needle[:200]
@@ -139,7 +151,9 @@ def occurs(needle: str, text: str) -> bool:
     tail = needle[-1].isalnum() or needle[-1] == "_"
     if not head and not tail:
         return True
-    pattern = re.compile(("(?<![\\w])" if head else "") + re.escape(needle) + ("(?![\\w])" if tail else ""))
+    pattern = re.compile(
+        ("(?<![\\w])" if head else "") + re.escape(needle) + ("(?![\\w])" if tail else "")
+    )
     return pattern.search(text, start) is not None
 
 
@@ -167,8 +181,10 @@ def message_source(message: Message) -> list[tuple[str, str]]:
     data = message.data
     if message.role == "assistant":
         pieces = [("assistant text", content_text(data))]
-        pieces += [("tool-call arguments", call_name(c) + "\n" + orjson.dumps(call_arguments(c)).decode())
-                   for c in tool_calls(data)]
+        pieces += [
+            ("tool-call arguments", call_name(c) + "\n" + orjson.dumps(call_arguments(c)).decode())
+            for c in tool_calls(data)
+        ]
         return pieces
     if message.role in ("tool", "function"):
         return [("tool result", content_text(data))]
@@ -177,7 +193,9 @@ def message_source(message: Message) -> list[tuple[str, str]]:
     return [("summary" if message.extra.get("summary") else "system", content_text(data))]
 
 
-def needle_sources(needles: dict[str, tuple[str, int]], prefix: Sequence[Message]) -> dict[str, tuple[str, int]]:
+def needle_sources(
+    needles: dict[str, tuple[str, int]], prefix: Sequence[Message]
+) -> dict[str, tuple[str, int]]:
     """{needle: (source, messages before the end)}: the newest prefix message holding each needle."""
     found: dict[str, tuple[str, int]] = {}
     pending = set(needles)
@@ -194,7 +212,9 @@ def needle_sources(needles: dict[str, tuple[str, int]], prefix: Sequence[Message
     return found
 
 
-def retention(needles: dict[str, tuple[str, int]], text: str) -> tuple[float, float, dict[str, list[str]]]:
+def retention(
+    needles: dict[str, tuple[str, int]], text: str
+) -> tuple[float, float, dict[str, list[str]]]:
     """(weighted, unweighted retention, {kind: needles lost})."""
     if not needles:
         return math.nan, math.nan, {}
@@ -220,7 +240,8 @@ def origin(message: Message) -> tuple[int, ...]:
 HARNESS = re.compile(
     r"^\s*(?:<(?:command-|local-command|system-reminder|environment_context|user_instructions|"
     r"user-prompt-submit-hook|bash-|task-notification)|\[Request interrupted|Caveat: The messages below|"
-    r"# AGENTS\.md|Stop hook feedback|This session is being continued)")
+    r"# AGENTS\.md|Stop hook feedback|This session is being continued)"
+)
 
 
 def is_human_request(message: Message, native: dict[int, dict[str, Any] | None]) -> bool:
@@ -238,6 +259,7 @@ def is_human_request(message: Message, native: dict[int, dict[str, Any] | None])
 
 
 # -- sessions and cuts --------------------------------------------------------------------------
+
 
 @dataclass
 class Session:
@@ -272,7 +294,9 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
     taken: set[int] = set()
     for fraction in fractions:
         start = math.ceil(fraction * len(messages))
-        index = next((i for i in range(start, len(messages)) if is_human_request(messages[i], native)), None)
+        index = next(
+            (i for i in range(start, len(messages)) if is_human_request(messages[i], native)), None
+        )
         if index is None:
             notes.append(f"{session.name} @{fraction:.0%}: no human request at or after it")
             continue
@@ -281,8 +305,16 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
             continue
         taken.add(index)
         last_line = max(n for m in messages[: index + 1] for n in origin(m))
-        cuts.append(Cut(session, fraction, index, raw[:last_line], messages[index + 1:],
-                        label=f"{session.name}@{fraction:.0%}"))
+        cuts.append(
+            Cut(
+                session,
+                fraction,
+                index,
+                raw[:last_line],
+                messages[index + 1 :],
+                label=f"{session.name}@{fraction:.0%}",
+            )
+        )
     return cuts, notes
 
 
@@ -291,10 +323,26 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
 # (key, value, sentence): the key is asked about, the value must survive beside it.
 FACTS = (
     ("deploy token for staging", "KX-4471-QP", "The deploy token for staging is KX-4471-QP."),
-    ("on-call pager for the billing service", "PGR-88213", "Note: the on-call pager for the billing service is PGR-88213."),
-    ("feature flag for the new cache", "ff_cache_v2_rollout_b", "The feature flag for the new cache is called ff_cache_v2_rollout_b."),
-    ("database replica we must not touch", "db-replica-euw3-c7", "Careful: the database replica we must not touch is db-replica-euw3-c7."),
-    ("release branch for this work", "release/2024.11-hotfix-q", "The release branch for this work is release/2024.11-hotfix-q."),
+    (
+        "on-call pager for the billing service",
+        "PGR-88213",
+        "Note: the on-call pager for the billing service is PGR-88213.",
+    ),
+    (
+        "feature flag for the new cache",
+        "ff_cache_v2_rollout_b",
+        "The feature flag for the new cache is called ff_cache_v2_rollout_b.",
+    ),
+    (
+        "database replica we must not touch",
+        "db-replica-euw3-c7",
+        "Careful: the database replica we must not touch is db-replica-euw3-c7.",
+    ),
+    (
+        "release branch for this work",
+        "release/2024.11-hotfix-q",
+        "The release branch for this work is release/2024.11-hotfix-q.",
+    ),
 )
 # Which role each fact is planted in (falls back to another role when the prefix has none).
 FACT_ROLES = ("tool", "assistant", "user", "tool", "assistant")
@@ -313,10 +361,14 @@ def _at_end(text: str, sentence: str) -> str:
     return text + "\n\n" + sentence
 
 
-def _plant_in(value: Any, snippet: str, sentence: str, insert: Callable[[str, str], str] = _insert) -> bool:
+def _plant_in(
+    value: Any, snippet: str, sentence: str, insert: Callable[[str, str], str] = _insert
+) -> bool:
     """Insert ``sentence`` into the first string value holding ``snippet`` (a message's own text first)."""
     if isinstance(value, dict):
-        keys = sorted(value, key=lambda k: (k not in ("message", "payload", "content", "text", "output"), 0))
+        keys = sorted(
+            value, key=lambda k: (k not in ("message", "payload", "content", "text", "output"), 0)
+        )
         for key in keys:
             item = value[key]
             if isinstance(item, str) and snippet in item:
@@ -349,7 +401,10 @@ def plant(cut: Cut, asked: int) -> tuple[list[bytes], list[int]]:
         for i, message in enumerate(prefix[:early]):
             if message.role != role or i == len(prefix) - 1:
                 continue
-            text = next((t for t in iter_text_parts(message.data.get("content")) if len(t.strip()) >= 20), "")
+            text = next(
+                (t for t in iter_text_parts(message.data.get("content")) if len(t.strip()) >= 20),
+                "",
+            )
             if text:
                 found.append(i)
         return found
@@ -367,7 +422,11 @@ def plant(cut: Cut, asked: int) -> tuple[list[bytes], list[int]]:
             if not pool:
                 continue
             # Spread a role's facts evenly over its early messages.
-            step = (seen[candidate_role] + 1) / (wanted[candidate_role] + 1) if candidate_role == role else 0.5
+            step = (
+                (seen[candidate_role] + 1) / (wanted[candidate_role] + 1)
+                if candidate_role == role
+                else 0.5
+            )
             for i in sorted(pool, key=lambda i: abs(i - pool[0] - step * (pool[-1] - pool[0]))):
                 if _plant_message(lines, prefix[i], FACTS[fact][2]):
                     placed = i
@@ -380,11 +439,18 @@ def plant(cut: Cut, asked: int) -> tuple[list[bytes], list[int]]:
                 seen[role] += 1
         where.append(placed)
     key = FACTS[asked][0]
-    _plant_message(lines, prefix[-1], f"Also, before you go on: what is the {key}? I need it afterwards.", at_end=True)
+    _plant_message(
+        lines,
+        prefix[-1],
+        f"Also, before you go on: what is the {key}? I need it afterwards.",
+        at_end=True,
+    )
     return lines, where
 
 
-def _plant_message(lines: list[bytes], message: Message, sentence: str, at_end: bool = False) -> bool:
+def _plant_message(
+    lines: list[bytes], message: Message, sentence: str, at_end: bool = False
+) -> bool:
     text = next((t for t in iter_text_parts(message.data.get("content")) if t.strip()), "")
     snippet = text[:60] if len(text) >= 20 else text
     if not snippet:
@@ -421,6 +487,7 @@ def count(messages: Sequence[Message]) -> list[int]:
 
 # -- baselines --------------------------------------------------------------------------------
 
+
 def units(messages: Sequence[Message]) -> list[list[int]]:
     """Indexes grouped so a tool call and its results stay together."""
     groups: list[list[int]] = []
@@ -453,17 +520,28 @@ def newest_that_fit(messages: Sequence[Message], budget: int) -> list[Message]:
     return [m for i, m in enumerate(messages) if i in keep]
 
 
-def clear_then_newest(messages: Sequence[Message], budget: int, keep_results: int = 3) -> list[Message]:
+def clear_then_newest(
+    messages: Sequence[Message], budget: int, keep_results: int = 3
+) -> list[Message]:
     """Every tool result but the newest ``keep_results`` cleared, then newest-that-fit."""
     results = [i for i, m in enumerate(messages) if m.role in ("tool", "function")]
     clear = set(results[:-keep_results] if keep_results else results)
-    cleared = [m.rewritten({**m.data, "content": CLEARED}) if i in clear else m for i, m in enumerate(messages)]
+    cleared = [
+        m.rewritten({**m.data, "content": CLEARED}) if i in clear else m
+        for i, m in enumerate(messages)
+    ]
     return newest_that_fit(cleared, budget)
 
 
 def langchain_trim(messages: Sequence[Message], budget: int) -> list[Message]:
     """LangChain's trim_messages(strategy="last", include_system=True, start_on="human"), our counter."""
-    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
+    from langchain_core.messages import (
+        AIMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        trim_messages,
+    )
 
     tokens = count(messages)
     converted = []
@@ -474,8 +552,15 @@ def langchain_trim(messages: Sequence[Message], budget: int) -> list[Message]:
         elif message.role == "user":
             converted.append(HumanMessage(content=text, id=str(i)))
         elif message.role == "assistant":
-            calls = [{"name": call_name(c) or "tool", "args": call_arguments(c), "id": str(c.get("id")),
-                      "type": "tool_call"} for c in tool_calls(message.data)]
+            calls = [
+                {
+                    "name": call_name(c) or "tool",
+                    "args": call_arguments(c),
+                    "id": str(c.get("id")),
+                    "type": "tool_call",
+                }
+                for c in tool_calls(message.data)
+            ]
             converted.append(AIMessage(content=text, tool_calls=calls, id=str(i)))
         else:
             ids = result_ids(message.data) or [str(message.extra.get("native_id", "external"))]
@@ -484,8 +569,14 @@ def langchain_trim(messages: Sequence[Message], budget: int) -> list[Message]:
     def token_counter(batch: Sequence[Any]) -> int:
         return sum(tokens[int(m.id)] for m in batch)
 
-    kept = trim_messages(converted, max_tokens=budget, strategy="last", include_system=True,
-                         start_on="human", token_counter=token_counter)
+    kept = trim_messages(
+        converted,
+        max_tokens=budget,
+        strategy="last",
+        include_system=True,
+        start_on="human",
+        token_counter=token_counter,
+    )
     return [messages[int(m.id)] for m in kept]
 
 
@@ -498,6 +589,7 @@ BASELINES: dict[str, Callable[[Sequence[Message], int], list[Message]]] = {
 
 # -- compact ----------------------------------------------------------------------------------
 
+
 def run_compact(path: Path, budget: int, extra: Sequence[str], out: Path) -> list[Message]:
     """`compact PATH --max-tokens N [extra]` through this checkout's CLI entry; the output's messages."""
     from cli.app import main
@@ -509,7 +601,9 @@ def run_compact(path: Path, budget: int, extra: Sequence[str], out: Path) -> lis
             main(argv)
     except SystemExit as exit_:
         if exit_.code not in (0, None):
-            raise RuntimeError(f"compact {' '.join(argv)} exited {exit_.code}: {stderr.getvalue()[-500:]}") from None
+            raise RuntimeError(
+                f"compact {' '.join(argv)} exited {exit_.code}: {stderr.getvalue()[-500:]}"
+            ) from None
     return formats.read(str(out)).messages
 
 
@@ -524,6 +618,7 @@ def has_option(option: str) -> bool:
 
 # -- one cut, every method --------------------------------------------------------------------
 
+
 def message_texts(messages: Sequence[Message]) -> list[str]:
     return [countable_text(m.data) for m in messages]
 
@@ -534,9 +629,17 @@ def orphans(messages: Sequence[Message]) -> set[str]:
     return {f"call:{c}" for c in calls - results} | {f"result:{r}" for r in results - calls}
 
 
-def score(output: Sequence[Message], cut: Cut, planted: list[Message], needles: dict[str, tuple[str, int]],
-          sources: dict[str, tuple[str, int]], where: list[int], asked: int, budget: int,
-          seconds: float) -> dict[str, Any]:
+def score(
+    output: Sequence[Message],
+    cut: Cut,
+    planted: list[Message],
+    needles: dict[str, tuple[str, int]],
+    sources: dict[str, tuple[str, int]],
+    where: list[int],
+    asked: int,
+    budget: int,
+    seconds: float,
+) -> dict[str, Any]:
     texts = message_texts(output)
     whole = "\n".join(texts)
     weighted, unweighted, lost = retention(needles, whole)
@@ -546,22 +649,41 @@ def score(output: Sequence[Message], cut: Cut, planted: list[Message], needles: 
             source, age = sources[needle]
             key = f"{source}, {'newest 20' if age < 20 else '20-100 back' if age < 100 else '100+ back'}"
             lost_from[key] = lost_from.get(key, 0) + 1
-    facts = [any(FACTS[f][0].lower() in t.lower() and FACTS[f][1] in t for t in texts) if where[f] >= 0 else None
-             for f in range(len(FACTS))]
-    system = next((m for m in planted if m.role in ("system", "developer") and not m.extra.get("summary")), None)
+    facts = [
+        any(FACTS[f][0].lower() in t.lower() and FACTS[f][1] in t for t in texts)
+        if where[f] >= 0
+        else None
+        for f in range(len(FACTS))
+    ]
+    system = next(
+        (m for m in planted if m.role in ("system", "developer") and not m.extra.get("summary")),
+        None,
+    )
     system_kept = None if system is None else countable_text(system.data) in texts
     newest = content_text(planted[-1].data)
     task = next((m for m in planted[:-1] if m.role == "user" and m.extra.get("human")), None)
-    task_kept = None if task is None else any(content_text(task.data) in content_text(m.data)
-                                             for m in output if m.role == "user")
+    task_kept = (
+        None
+        if task is None
+        else any(
+            content_text(task.data) in content_text(m.data) for m in output if m.role == "user"
+        )
+    )
     tokens = sum(count(output))
     return {
-        "weighted": weighted, "unweighted": unweighted, "needles": len(needles),
-        "tokens": tokens, "budget_use": tokens / budget, "messages": len(output),
-        "facts": [f for f in facts if f is not None], "asked_fact": facts[asked],
+        "weighted": weighted,
+        "unweighted": unweighted,
+        "needles": len(needles),
+        "tokens": tokens,
+        "budget_use": tokens / budget,
+        "messages": len(output),
+        "facts": [f for f in facts if f is not None],
+        "asked_fact": facts[asked],
         "system_kept": system_kept,
         "task_kept": task_kept,
-        "newest_user_kept": any(m.role == "user" and newest in content_text(m.data) for m in output),
+        "newest_user_kept": any(
+            m.role == "user" and newest in content_text(m.data) for m in output
+        ),
         "pairing_breaks": len(orphans(output) - orphans(planted)),
         "seconds": seconds,
         "lost": {kind: sorted(items)[:40] for kind, items in lost.items()},
@@ -584,8 +706,14 @@ def baseline_method(name: str) -> Method:
     return Method(name, lambda _path, messages, budget, _out: function(messages, budget))
 
 
-def evaluate(cut: Cut, cut_number: int, methods: Sequence[Method], budgets: Sequence[int], work: Path,
-             keep_outputs: Path | None) -> tuple[list[dict[str, Any]], int]:
+def evaluate(
+    cut: Cut,
+    cut_number: int,
+    methods: Sequence[Method],
+    budgets: Sequence[int],
+    work: Path,
+    keep_outputs: Path | None,
+) -> tuple[list[dict[str, Any]], int]:
     """One row per method and budget over the budget this prefix exceeds; and how many budgets were skipped."""
     suffix = ".json" if cut.session.path.suffix == ".json" else ".jsonl"
     original = work / f"cut{cut_number}{suffix}"
@@ -617,9 +745,16 @@ def evaluate(cut: Cut, cut_number: int, methods: Sequence[Method], budgets: Sequ
             output = method.run(planted_path, planted, budget, out)
             seconds = time.perf_counter() - started
             row = score(output, cut, planted, needles, sources, where, asked, budget, seconds)
-            row.update(session=cut.session.name, kind=cut.session.kind, cut=cut.label, budget=budget,
-                       method=method.name, prefix_tokens=prefix_tokens, prefix_messages=len(planted),
-                       facts_planted=sum(1 for w in where if w >= 0))
+            row.update(
+                session=cut.session.name,
+                kind=cut.session.kind,
+                cut=cut.label,
+                budget=budget,
+                method=method.name,
+                prefix_tokens=prefix_tokens,
+                prefix_messages=len(planted),
+                facts_planted=sum(1 for w in where if w >= 0),
+            )
             rows.append(row)
             if keep_outputs is not None:
                 target = keep_outputs / f"{_stem(cut.label)}-{budget}-{method.name}.txt"
@@ -637,6 +772,7 @@ def _readable(messages: Sequence[Message]) -> str:
 
 
 # -- sessions ---------------------------------------------------------------------------------
+
 
 def real_sessions(root: Path, work: Path, tau_count: int, smallest_budget: int) -> list[Session]:
     sessions: list[Session] = []
@@ -666,7 +802,9 @@ def tau_sessions(path: Path, work: Path, how_many: int, smallest_budget: int) ->
         record = orjson.loads(line)
         messages = [Message(m) for m in record["messages"]]
         tokens = count(messages)
-        users = [i for i, m in enumerate(messages) if m.role == "user" and content_text(m.data).strip()]
+        users = [
+            i for i, m in enumerate(messages) if m.role == "user" and content_text(m.data).strip()
+        ]
         first_cut = next((i for i in users if i >= math.ceil(FRACTIONS[0] * len(messages))), None)
         if first_cut is None or sum(tokens[: first_cut + 1]) <= smallest_budget:
             continue
@@ -693,7 +831,10 @@ def generated_sessions(work: Path, seeds: Sequence[int], size: int, scale: float
 
 # -- report -----------------------------------------------------------------------------------
 
-def aggregate(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequence[int]) -> list[dict[str, Any]]:
+
+def aggregate(
+    rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequence[int]
+) -> list[dict[str, Any]]:
     table = []
     for budget in budgets:
         for method in methods:
@@ -703,21 +844,29 @@ def aggregate(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Seque
             with_needles = [r for r in mine if r["needles"]]
             facts = [f for r in mine for f in r["facts"]]
             systems = [r["system_kept"] for r in mine if r["system_kept"] is not None]
-            table.append({
-                "budget": budget, "method": method, "cuts": len(mine),
-                "weighted": _mean([r["weighted"] for r in with_needles]),
-                "unweighted": _mean([r["unweighted"] for r in with_needles]),
-                "budget_use": _mean([r["budget_use"] for r in mine]),
-                "min_budget_use": min(r["budget_use"] for r in mine),
-                "over_budget": sum(1 for r in mine if r["tokens"] > budget),
-                "facts": _mean([float(f) for f in facts]),
-                "asked_fact": _mean([float(r["asked_fact"]) for r in mine if r["asked_fact"] is not None]),
-                "system_kept": _mean([float(s) for s in systems]) if systems else None,
-                "task_kept": _mean([float(r["task_kept"]) for r in mine if r["task_kept"] is not None]),
-                "newest_user_kept": _mean([float(r["newest_user_kept"]) for r in mine]),
-                "pairing_breaks": sum(r["pairing_breaks"] for r in mine),
-                "seconds": sum(r["seconds"] for r in mine),
-            })
+            table.append(
+                {
+                    "budget": budget,
+                    "method": method,
+                    "cuts": len(mine),
+                    "weighted": _mean([r["weighted"] for r in with_needles]),
+                    "unweighted": _mean([r["unweighted"] for r in with_needles]),
+                    "budget_use": _mean([r["budget_use"] for r in mine]),
+                    "min_budget_use": min(r["budget_use"] for r in mine),
+                    "over_budget": sum(1 for r in mine if r["tokens"] > budget),
+                    "facts": _mean([float(f) for f in facts]),
+                    "asked_fact": _mean(
+                        [float(r["asked_fact"]) for r in mine if r["asked_fact"] is not None]
+                    ),
+                    "system_kept": _mean([float(s) for s in systems]) if systems else None,
+                    "task_kept": _mean(
+                        [float(r["task_kept"]) for r in mine if r["task_kept"] is not None]
+                    ),
+                    "newest_user_kept": _mean([float(r["newest_user_kept"]) for r in mine]),
+                    "pairing_breaks": sum(r["pairing_breaks"] for r in mine),
+                    "seconds": sum(r["seconds"] for r in mine),
+                }
+            )
     return table
 
 
@@ -726,12 +875,20 @@ def _mean(values: Sequence[float]) -> float:
 
 
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0%}"
+    return (
+        "n/a"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.0%}"
+    )
 
 
-def markdown(table: list[dict[str, Any]], compact_names: Sequence[str], baselines: Sequence[str]) -> str:
-    header = ("| budget | method | cuts | weighted retention | unweighted | budget use (min) | over budget | "
-              "facts kept | asked fact | first system kept | newest user kept | task kept | pairing breaks | wall s |")
+def markdown(
+    table: list[dict[str, Any]], compact_names: Sequence[str], baselines: Sequence[str]
+) -> str:
+    header = (
+        "| budget | method | cuts | weighted retention | unweighted | budget use (min) | over budget | "
+        "facts kept | asked fact | first system kept | newest user kept | task kept | pairing breaks | wall s |"
+    )
     lines = [header, "|" + "---|" * 14]
     for row in table:
         lines.append(
@@ -739,17 +896,28 @@ def markdown(table: list[dict[str, Any]], compact_names: Sequence[str], baseline
             f"| {row['budget_use']:.2f} ({row['min_budget_use']:.2f}) | {row['over_budget']} | {_pct(row['facts'])} "
             f"| {_pct(row['asked_fact'])} | {_pct(row['system_kept'])} | {_pct(row['newest_user_kept'])} "
             f"| {_pct(row['task_kept'])} "
-            f"| {row['pairing_breaks']} | {row['seconds']:.1f} |")
+            f"| {row['pairing_breaks']} | {row['seconds']:.1f} |"
+        )
     lines.append("")
-    lines.append("Targets (issue 12), per budget: weighted retention ≥ 1.25× the best baseline, budget use ≥ 0.95, "
-                 "facts kept ≥ 60%, first system and newest user kept 100%, no pairing break.")
+    lines.append(
+        "Targets (issue 12), per budget: weighted retention ≥ 1.25× the best baseline, budget use ≥ 0.95, "
+        "facts kept ≥ 60%, first system and newest user kept 100%, no pairing break."
+    )
     lines.append("")
-    lines.append("| budget | method | ×best baseline | retention | budget use | facts | pins | pairing |")
+    lines.append(
+        "| budget | method | ×best baseline | retention | budget use | facts | pins | pairing |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|")
     for budget in sorted({r["budget"] for r in table}):
         here = {r["method"]: r for r in table if r["budget"] == budget}
-        best = max((here[b]["weighted"] for b in baselines if b in here and not math.isnan(here[b]["weighted"])),
-                   default=math.nan)
+        best = max(
+            (
+                here[b]["weighted"]
+                for b in baselines
+                if b in here and not math.isnan(here[b]["weighted"])
+            ),
+            default=math.nan,
+        )
         for name in compact_names:
             row = here.get(name)
             if row is None:
@@ -758,7 +926,8 @@ def markdown(table: list[dict[str, Any]], compact_names: Sequence[str], baseline
             pins = (row["system_kept"] in (None, 1.0)) and row["newest_user_kept"] == 1.0
             lines.append(
                 f"| {budget} | {name} | {ratio:.2f} | {_ok(ratio >= 1.25)} | {_ok(row['budget_use'] >= 0.95)} "
-                f"| {_ok(row['facts'] >= 0.6)} | {_ok(pins)} | {_ok(row['pairing_breaks'] == 0)} |")
+                f"| {_ok(row['facts'] >= 0.6)} | {_ok(pins)} | {_ok(row['pairing_breaks'] == 0)} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -774,8 +943,14 @@ def by_kind(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequenc
         for method in methods:
             cells = []
             for kind in kinds:
-                mine = [r["weighted"] for r in rows if r["budget"] == budget and r["method"] == method
-                        and r["kind"] == kind and r["needles"]]
+                mine = [
+                    r["weighted"]
+                    for r in rows
+                    if r["budget"] == budget
+                    and r["method"] == method
+                    and r["kind"] == kind
+                    and r["needles"]
+                ]
                 cells.append(f"{_pct(_mean(mine))} ({len(mine)})" if mine else "-")
             if any(c != "-" for c in cells):
                 lines.append(f"| {budget} | {method} | " + " | ".join(cells) + " |")
@@ -794,46 +969,77 @@ def lost_summary(rows: list[dict[str, Any]], method: str) -> str:
             for item in items:
                 if len(examples.setdefault(kind, [])) < 4 and item not in examples[kind]:
                     examples[kind].append(item)
-    parts = [f"- {kind}: {n} lost, e.g. {', '.join(repr(e[:60]) for e in examples[kind])}"
-             for kind, n in sorted(by_kind.items(), key=lambda kv: -kv[1])]
+    parts = [
+        f"- {kind}: {n} lost, e.g. {', '.join(repr(e[:60]) for e in examples[kind])}"
+        for kind, n in sorted(by_kind.items(), key=lambda kv: -kv[1])
+    ]
     origins: dict[str, int] = {}
     for row in rows:
         if row["method"] == method:
             for key, n in row["lost_from"].items():
                 origins[key] = origins.get(key, 0) + n
     total = sum(origins.values()) or 1
-    parts.append("- where the lost needles were (newest prefix message holding each): " + "; ".join(
-        f"{key} {n / total:.0%}" for key, n in sorted(origins.items(), key=lambda kv: -kv[1])))
+    parts.append(
+        "- where the lost needles were (newest prefix message holding each): "
+        + "; ".join(
+            f"{key} {n / total:.0%}" for key, n in sorted(origins.items(), key=lambda kv: -kv[1])
+        )
+    )
     return "\n".join(parts)
 
 
 # -- main -------------------------------------------------------------------------------------
 
+
 def parse_variant(text: str) -> tuple[str, list[str]]:
     name, sep, args = text.partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"--variant wants NAME=\"compact options\", got {text!r}")
+        raise argparse.ArgumentTypeError(f'--variant wants NAME="compact options", got {text!r}')
     return name, shlex.split(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--realdata", type=Path, default=REPO.parent / "shared" / "realdata",
-                        help="the public sessions (default: ../shared/realdata beside the checkout)")
-    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="token budgets, comma-separated")
-    parser.add_argument("--tau", type=int, default=6, help="how many of the longest tau-bench conversations")
+    parser.add_argument(
+        "--realdata",
+        type=Path,
+        default=REPO.parent / "shared" / "realdata",
+        help="the public sessions (default: ../shared/realdata beside the checkout)",
+    )
+    parser.add_argument(
+        "--budgets", default=",".join(map(str, BUDGETS)), help="token budgets, comma-separated"
+    )
+    parser.add_argument(
+        "--tau", type=int, default=6, help="how many of the longest tau-bench conversations"
+    )
     parser.add_argument("--seeds", default="0,1,2", help="generated sessions: generator seeds")
-    parser.add_argument("--generated-messages", type=int, default=400, help="messages per generated session")
-    parser.add_argument("--generated-scale", type=float, default=0.4,
-                        help="generator size scale (0.4: about 0.5k tokens per message, like the real sessions)")
-    parser.add_argument("--variant", action="append", type=parse_variant, default=[], metavar='NAME="OPTIONS"',
-                        help='another compact configuration, e.g. nocap="-s clear_tool_results -s sliding_window"')
+    parser.add_argument(
+        "--generated-messages", type=int, default=400, help="messages per generated session"
+    )
+    parser.add_argument(
+        "--generated-scale",
+        type=float,
+        default=0.4,
+        help="generator size scale (0.4: about 0.5k tokens per message, like the real sessions)",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        type=parse_variant,
+        default=[],
+        metavar='NAME="OPTIONS"',
+        help='another compact configuration, e.g. nocap="-s clear_tool_results -s sliding_window"',
+    )
     parser.add_argument("--no-seed", action="store_true", help="leave out the seed-preset column")
     parser.add_argument("--no-baselines", action="store_true", help="leave out the baselines")
-    parser.add_argument("--quick", action="store_true", help="a subset: Claude Code + 2 tau-bench + 1 generated")
+    parser.add_argument(
+        "--quick", action="store_true", help="a subset: Claude Code + 2 tau-bench + 1 generated"
+    )
     parser.add_argument("--json", type=Path, help="write every row and the aggregate table as JSON")
     parser.add_argument("--out", type=Path, help="also write the markdown table to this file")
-    parser.add_argument("--keep-outputs", type=Path, help="write each compacted output as readable text here")
+    parser.add_argument(
+        "--keep-outputs", type=Path, help="write each compacted output as readable text here"
+    )
     parser.add_argument("--only", help="only sessions whose name contains this")
     args = parser.parse_args(argv)
 
@@ -854,10 +1060,14 @@ def main(argv: list[str] | None = None) -> int:
         baselines = ["newest-that-fit", "clear-3-then-newest"]
         try:
             import langchain_core  # noqa: F401
+
             baselines.append("langchain-trim")
         except ImportError:
-            print("langchain-core is not installed: the langchain-trim column is skipped "
-                  "(pip install -r bench/requirements.txt)", file=sys.stderr)
+            print(
+                "langchain-core is not installed: the langchain-trim column is skipped "
+                "(pip install -r bench/requirements.txt)",
+                file=sys.stderr,
+            )
         methods.extend(baseline_method(b) for b in baselines)
     if args.keep_outputs:
         args.keep_outputs.mkdir(parents=True, exist_ok=True)
@@ -869,7 +1079,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.realdata.is_dir():
             sessions += real_sessions(args.realdata, work, args.tau, min(budgets))
         else:
-            print(f"no real sessions at {args.realdata}: generated sessions only (--realdata DIR)", file=sys.stderr)
+            print(
+                f"no real sessions at {args.realdata}: generated sessions only (--realdata DIR)",
+                file=sys.stderr,
+            )
         sessions += generated_sessions(work, seeds, args.generated_messages, args.generated_scale)
         if args.only:
             sessions = [s for s in sessions if args.only in s.name]
@@ -882,12 +1095,16 @@ def main(argv: list[str] | None = None) -> int:
             cuts, why = find_cuts(session, FRACTIONS)
             notes += why
             for cut in cuts:
-                got, skipped_here = evaluate(cut, cut_number, methods, budgets, work, args.keep_outputs)
+                got, skipped_here = evaluate(
+                    cut, cut_number, methods, budgets, work, args.keep_outputs
+                )
                 cut_number += 1
                 rows += got
                 skipped += skipped_here
                 if skipped_here:
-                    notes.append(f"{cut.label}: prefix under {skipped_here} budget(s), skipped there")
+                    notes.append(
+                        f"{cut.label}: prefix under {skipped_here} budget(s), skipped there"
+                    )
             print(f"  {session.name}: {len(cuts)} cut(s)", file=sys.stderr)
         elapsed = time.perf_counter() - started
 
@@ -895,13 +1112,17 @@ def main(argv: list[str] | None = None) -> int:
     table = aggregate(rows, names, budgets)
     report = markdown(table, compact_names, baselines)
     cuts_used = sorted({r["cut"] for r in rows})
-    report += (f"\n{len(cuts_used)} cuts of {len({r['session'] for r in rows})} sessions; "
-               f"{skipped} (cut, budget) pairs skipped because the prefix was already under the budget; "
-               f"{elapsed:.0f} s in all.\n")
+    report += (
+        f"\n{len(cuts_used)} cuts of {len({r['session'] for r in rows})} sessions; "
+        f"{skipped} (cut, budget) pairs skipped because the prefix was already under the budget; "
+        f"{elapsed:.0f} s in all.\n"
+    )
     report += "\nWeighted retention by kind of session (cuts with needles in brackets):\n\n"
     report += by_kind(rows, names, budgets)
     for name in compact_names:
-        report += f"\nWhat `{name}` lost most (needles of the continuation missing from its output):\n"
+        report += (
+            f"\nWhat `{name}` lost most (needles of the continuation missing from its output):\n"
+        )
         report += lost_summary(rows, name) + "\n"
     print(report)
     if notes:
@@ -909,9 +1130,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.write_text(report)
     if args.json:
-        args.json.write_bytes(orjson.dumps({"budgets": budgets, "methods": names, "table": table, "rows": rows,
-                                            "notes": notes, "skipped": skipped},
-                                           option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+        args.json.write_bytes(
+            orjson.dumps(
+                {
+                    "budgets": budgets,
+                    "methods": names,
+                    "table": table,
+                    "rows": rows,
+                    "notes": notes,
+                    "skipped": skipped,
+                },
+                option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY,
+            )
+        )
     return 0
 
 
