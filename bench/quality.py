@@ -68,6 +68,10 @@ SEED_LIST = (
 )
 CLEARED = "[tool result cleared]"
 
+# A cut whose continuation reuses fewer needles than this (a 90% cut of a short session) is left
+# out of the retention means: one or two needles make a 0% or 100% that is noise.
+MIN_NEEDLES = 5
+
 # -- needles: what the continuation uses -----------------------------------------------------
 
 # Each pattern is one kind of string an agent reuses verbatim. Group 1, when present, is the needle.
@@ -841,7 +845,7 @@ def aggregate(
             mine = [r for r in rows if r["budget"] == budget and r["method"] == method]
             if not mine:
                 continue
-            with_needles = [r for r in mine if r["needles"]]
+            with_needles = [r for r in mine if r["needles"] >= MIN_NEEDLES]
             facts = [f for r in mine for f in r["facts"]]
             systems = [r["system_kept"] for r in mine if r["system_kept"] is not None]
             table.append(
@@ -949,7 +953,7 @@ def by_kind(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequenc
                     if r["budget"] == budget
                     and r["method"] == method
                     and r["kind"] == kind
-                    and r["needles"]
+                    and r["needles"] >= MIN_NEEDLES
                 ]
                 cells.append(f"{_pct(_mean(mine))} ({len(mine)})" if mine else "-")
             if any(c != "-" for c in cells):
@@ -1117,7 +1121,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{skipped} (cut, budget) pairs skipped because the prefix was already under the budget; "
         f"{elapsed:.0f} s in all.\n"
     )
-    report += "\nWeighted retention by kind of session (cuts with needles in brackets):\n\n"
+    report += f"\nWeighted retention by kind of session (cuts with {MIN_NEEDLES}+ needles in brackets):\n\n"
     report += by_kind(rows, names, budgets)
     for name in compact_names:
         report += (
