@@ -7,6 +7,7 @@ from typing import Any
 import typer
 
 from cli.errors import ErrorBoundaryGroup
+from cli.help import plain_help
 
 DEFAULT_COMMAND = "run"
 _PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
@@ -19,6 +20,10 @@ class DefaultCommandGroup(ErrorBoundaryGroup):
     goes to the default command, so the primary form needs no verb; a file
     named like a subcommand is reached as `./name`.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain_help(self)
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in _PASSTHROUGH:

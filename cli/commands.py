@@ -15,36 +15,39 @@ from core.errors import EXIT_OVER_BUDGET, ConfigError
 
 RUN_HELP = """Compact a transcript to a budget and write it to stdout (or -o FILE).
 
-FILE is a JSONL transcript, one message per line; `-` reads stdin.
-Examples: `compact session.jsonl --max-tokens 8000 > small.jsonl`,
-`compact session.jsonl --model gpt-4o --max-fraction 0.5 -o small.jsonl --report r.json`.
-Exit codes: 0 done; 2 bad usage or input; 3 still over budget with --strict.
+FILE is a transcript in any supported format (see --from); `-` reads stdin.
+Example: `compact session.jsonl --max-tokens 8000 > small.jsonl`.
+Exit codes: 0 done; 1 --check-for found what the provider would reject;
+2 bad usage or input; 3 still over budget with --strict.
+The README documents every option at length.
 """
+
+FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, sharegpt"  # = core.formats.names()
 
 # -- options shared by run, count and config show ---------------------------------
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML or JSON config file (MemoryConfig).", dir_okay=False)]
-MaxTokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Token budget: compact until under N tokens. Clears max_fraction.")]
-MaxMessagesOpt = Annotated[Optional[int], typer.Option("--max-messages", min=1, help="Message budget: at most N messages. Wins over a token budget.")]
-MaxFractionOpt = Annotated[Optional[float], typer.Option("--max-fraction", min=0.0, max=1.0, help="Token budget as a fraction of the window (default 0.8).")]
-WindowOpt = Annotated[Optional[int], typer.Option("--context-window", min=1, help="Context window in tokens when --model does not resolve one (default 128000).")]
-ModelOpt = Annotated[Optional[str], typer.Option("--model", help="Model name (gpt-4o, claude-sonnet-4, …): sets the window and the encoder.")]
-EncoderOpt = Annotated[Optional[str], typer.Option("--encoder", help="tiktoken encoding or model name, or `heuristic` (default cl100k_base).")]
-BackendOpt = Annotated[Optional[str], typer.Option("--backend", help="Tokenizer backend: auto (bpe-openai when installed), tiktoken or bpe.")]
-CharsOpt = Annotated[Optional[float], typer.Option("--chars-per-token", min=0.1, help="Characters per token for --encoder heuristic (default 4.0).")]
-FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", help="Add the chat API's framing tokens (3 per message, 1 per name, 3 for the reply).")]
-WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a one-shot `CUCA context warning:` system message when usage reaches this fraction of the window.")]
-TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass (default 2).")]
-StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", help="NAME[:key=value,...]; repeat to give the ordered list (replaces the configured one).")]
-StoreOpt = Annotated[Optional[str], typer.Option("--store", envvar="COMPACT_STORE", help="SQLite offload store: enables offload, and everything removed can be recalled (compact recall).")]
-SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", help="Enables summarize: extractive (offline) or openai (any OpenAI-compatible server).")]
-SummarizerUrlOpt = Annotated[Optional[str], typer.Option("--summarizer-url", help="Base URL of the chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
-SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model", help="Model name sent to the server.")]
-ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); the key is never printed.")]
-SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", help="File whose text replaces the summary system prompt.")]
-QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask the model once more when its summary misses the trailer, a required kind or an identifier (default on).")]
-FromOpt = Annotated[Optional[str], typer.Option("--from", help="Read FILE as this format instead of detecting it: openai, anthropic, claude-code, responses, codex, pi, sharegpt.")]
-KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", help="Pin more messages: role:NAME, tool:NAME, match:REGEX, line:N or line:A-B. Repeatable.")]
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
+MaxTokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
+MaxMessagesOpt = Annotated[Optional[int], typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
+MaxFractionOpt = Annotated[Optional[float], typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
+WindowOpt = Annotated[Optional[int], typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", metavar="NAME", help="Model (gpt-4o, …): sets window and encoder.")]
+EncoderOpt = Annotated[Optional[str], typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
+BackendOpt = Annotated[Optional[str], typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
+CharsOpt = Annotated[Optional[float], typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]
+FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", help="Count the chat API's framing tokens.")]
+WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
+TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
+StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
+StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
+SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", metavar="extractive|openai", help="Enables summarize.")]
+SummarizerUrlOpt = Annotated[Optional[str], typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
+SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
+ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
+SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.")]
+QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
+FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
+KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
 
 
 def build_config(
@@ -69,7 +72,7 @@ def build_config(
 
     base = load_config(str(config)) if config is not None else MemoryConfig()
     strategies = tuple(StrategySpec.parse(s) for s in strategy) if strategy else None
-    return base.with_overrides(
+    settings = base.with_overrides(
         max_tokens=max_tokens,
         max_messages=max_messages,
         max_fraction=max_fraction,
@@ -84,6 +87,23 @@ def build_config(
         strategies=strategies,
         keep=tuple([*base.keep, *keep]) if keep else None,
         **seam_options,
+    )
+    _warn_unknown_model(settings)
+    return settings
+
+
+def _warn_unknown_model(settings: Any) -> None:
+    """An unknown --model still runs (on the default window and encoder), but never silently."""
+    from core.models import lookup_model, nearest_models
+
+    if not settings.model or lookup_model(settings.model) is not None:
+        return
+    window, _ = settings.window()
+    near = nearest_models(settings.model)
+    hint = f"did you mean {', '.join(near)}?" if near else "`compact config show` shows the effective settings"
+    sys.stderr.write(
+        f"compact: warning: unknown model {settings.model!r}: using a {window:,}-token window and the "
+        f"{settings.encoder_name} encoder ({hint})\n"
     )
 
 
@@ -102,7 +122,7 @@ def _stderr_console(table: bool | None) -> Any:
 
 
 def run(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)],
+    file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript; `-` reads stdin.", show_default=False)],
     max_tokens: MaxTokensOpt = None,
     max_messages: MaxMessagesOpt = None,
     max_fraction: MaxFractionOpt = None,
@@ -117,7 +137,7 @@ def run(
     strategy: StrategyOpt = None,
     keep: KeepOpt = None,
     source_format: FromOpt = None,
-    target_format: Annotated[Optional[str], typer.Option("--to", help="Write the transcript in this format (default: the input's); the report lists what the conversion could not carry.")] = None,
+    target_format: Annotated[Optional[str], typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")] = None,
     config: ConfigOpt = None,
     store: StoreOpt = None,
     summarizer: SummarizerOpt = None,
@@ -126,31 +146,33 @@ def run(
     api_key_env: ApiKeyEnvOpt = None,
     summary_prompt: SummaryPromptOpt = None,
     quality_retry: QualityRetryOpt = None,
-    full: Annotated[bool, typer.Option("--full", help="Run every strategy fully, once, whatever the budget.")] = False,
-    unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: only count, warn and render.")] = False,
-    repair: Annotated[bool, typer.Option("--repair", help="Drop tool calls without results and results without calls found in the input.")] = False,
-    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are and list them in the report instead of failing.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when the result is still over budget.")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the transcript to FILE (atomically) instead of stdout.", dir_okay=False)] = None,
-    in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE atomically, keeping FILE.bak.")] = False,
-    report: Annotated[Optional[str], typer.Option("--report", help="Write the CompressionReport (JSON) to FILE; `-` for stdout when the transcript goes to a file.")] = None,
-    table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Show the usage table on stderr (default: when stderr is a terminal).")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the persistent token-count cache.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run the whole pipeline but write no transcript: print what each strategy would remove or rewrite.")] = False,
-    check_for: Annotated[Optional[str], typer.Option("--check-for", help="Check the result against what a provider accepts (openai, anthropic, responses); refuse to write it when it would be rejected (exit 1).")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress on stderr (errors are still shown).")] = False,
-    graph: Annotated[Optional[Path], typer.Option("--graph", help="Working-graph snapshot to render into the transcript (after compaction).", dir_okay=False)] = None,
-    graph_merge: Annotated[Optional[Path], typer.Option("--graph-merge", help="Delta snapshot merged into --graph first.", dir_okay=False)] = None,
-    merge_policy: Annotated[str, typer.Option("--merge-policy", help="On an id conflict: keep_existing, prefer_incoming or merge.")] = "merge",
-    merge_weights: Annotated[str, typer.Option("--merge-weights", help="Weights of a relationship on both sides: incoming, max or sum.")] = "incoming",
-    graph_out: Annotated[Optional[Path], typer.Option("--graph-out", help="Write the resulting graph snapshot to FILE (atomically).", dir_okay=False)] = None,
-    graph_max_nodes: Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes the graph message shows.")] = 64,
-    graph_max_relationships: Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships the graph message shows.")] = 128,
+    full: Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.")] = False,
+    unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")] = False,
+    repair: Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")] = False,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.")] = False,
+    report: Annotated[Optional[str], typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")] = None,
+    table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.")] = False,
+    check_for: Annotated[Optional[str], typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).")] = False,
+    graph: Annotated[Optional[Path], typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)] = None,
+    graph_merge: Annotated[Optional[Path], typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False)] = None,
+    merge_policy: Annotated[str, typer.Option("--merge-policy", metavar="keep_existing|prefer_incoming|merge", help="On an id conflict.")] = "merge",
+    merge_weights: Annotated[str, typer.Option("--merge-weights", metavar="incoming|max|sum", help="How weights combine.")] = "incoming",
+    graph_out: Annotated[Optional[Path], typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False)] = None,
+    graph_max_nodes: Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes shown.")] = 64,
+    graph_max_relationships: Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships shown.")] = 128,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
     from core.api import compact_file
     from core.pipeline import BUDGET, FULL, UNLIMITED
 
+    if output is not None and str(output) == "-":
+        output = None  # `-o -` is stdout, as `-` is stdin and `--report -` is stdout
     if full and unlimited:
         raise ConfigError("--full and --unlimited are mutually exclusive", fix="give one of them")
     if check_for is not None:
@@ -319,6 +341,7 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
 
     report_bytes = _report_bytes(result.report)
     staged = StagedWrites()
+    backup = ""
     # Everything is staged, then renamed together: a failure or Ctrl-C leaves no output
     # (no report for a transcript that was never written, no backup without its rewrite).
     try:
@@ -326,7 +349,8 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
             staged.add(report, [report_bytes])
         if in_place:
             real = os.path.realpath(file)
-            staged.add(f"{real}.bak", backup_chunks(real))
+            backup = free_backup_name(real)
+            staged.add(backup, backup_chunks(real))
             staged.add(real, result.chunks())
         elif output is not None:
             staged.add(output, result.chunks())
@@ -336,9 +360,21 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     except BaseException:
         staged.discard()
         raise
+    if in_place and not backup.endswith(".bak"):
+        sys.stderr.write(f"compact: {file}: the original stays in {real}.bak; this run's input was kept as {backup}\n")
     if report == "-":
         sys.stdout.buffer.write(report_bytes)
         sys.stdout.buffer.flush()
+
+
+def free_backup_name(path: str) -> str:
+    """FILE.bak, or when an earlier --in-place left one, FILE.bak.1, FILE.bak.2, ...: no backup is overwritten."""
+    candidate = f"{path}.bak"
+    number = 0
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = f"{path}.bak.{number}"
+    return candidate
 
 
 def count(
@@ -350,7 +386,7 @@ def count(
     chars_per_token: CharsOpt = None,
     framing: FramingOpt = None,
     config: ConfigOpt = None,
-    output_format: Annotated[str, typer.Option("--format", help="table (on stderr) or json (on stdout).")] = "table",
+    output_format: Annotated[str, typer.Option("--format", metavar="table|json", help="The usage table or one JSON document, on stdout.")] = "table",
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Count around invalid lines instead of failing.")] = False,
     source_format: FromOpt = None,
@@ -370,18 +406,40 @@ def count(
     result = compact_file(file, settings, mode=UNLIMITED, skip_invalid=skip_invalid, use_cache=not no_cache,
                           source_format=source_format)
     report = result.report
+    dataset = report.get("kind") == "dataset"
     if output_format == "json":
-        usage = {k: report[k] for k in ("input", "encoder", "before", "orphans", "skipped_lines")}
-        usage["format"] = report["format"]["input"]
-        usage["window"] = report["budget"]["window"]
-        usage["window_resolved"] = report["budget"]["window_resolved"]
+        usage = _dataset_usage(report, settings) if dataset else _usage(report)
         sys.stdout.buffer.write(orjson.dumps(usage, option=orjson.OPT_INDENT_2) + b"\n")
         return
     from rich.console import Console
 
-    from cli.render import print_table
+    from cli.render import dataset_table, print_table
 
-    print_table(report, Console(stderr=True), compacted=False)
+    console = Console()  # the table is what `count` prints: stdout, so `compact count f | less` shows it
+    if dataset:
+        console.print(dataset_table(report, compacted=False))
+    else:
+        print_table(report, console, compacted=False)
+
+
+def _usage(report: dict[str, Any]) -> dict[str, Any]:
+    usage = {k: report[k] for k in ("input", "encoder", "before", "orphans", "skipped_lines")}
+    usage["format"] = report["format"]["input"]
+    usage["window"] = report["budget"]["window"]
+    usage["window_resolved"] = report["budget"]["window_resolved"]
+    return usage
+
+
+def _dataset_usage(report: dict[str, Any], settings: Any) -> dict[str, Any]:
+    """A conversation-per-line dataset: the totals and one row per conversation."""
+    window, resolved = settings.window()
+    return {
+        "input": report["input"], "encoder": report["encoder"], "before": report["before"],
+        "skipped_lines": report["skipped_lines"], "format": "dataset", "window": window,
+        "window_resolved": resolved, "conversations": report["conversations"],
+        "rows": [{"line": row["line"], "messages": row["messages_before"], "tokens": row["tokens_before"]}
+                 for row in report["rows"]],
+    }
 
 
 def config_show(

@@ -11,6 +11,13 @@ import typer.core
 
 from core.errors import CompactError
 
+# typer 0.29 vendors click as typer._click; typer.core uses it under this name, and no
+# `click` package is installed for users, so the usage-error classes are reached through it.
+_click_exceptions = typer.core._click.exceptions
+UsageError = _click_exceptions.UsageError
+NoArgsIsHelpError = _click_exceptions.NoArgsIsHelpError
+EXIT_USAGE = 2
+
 
 def debug_enabled(ctx: typer.Context) -> bool:
     return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or bool(ctx.meta.get(DEBUG_KEY))
@@ -25,6 +32,24 @@ def print_error(message: str) -> None:
 DEBUG_KEY = "compact.debug"
 
 
+def usage_line(exc: Any) -> str:
+    """A usage error (bad option value, unknown option, missing argument, ...) as one line.
+
+    Click prints three lines (Usage, Try, Error); the README promises one, with the fix.
+    """
+    message = " ".join(exc.format_message().split())  # "No such option: --x\nDid you mean …" on one line
+    message = message.replace("Value error, ", "").rstrip(".")
+    message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "compact"
+    return f"{message} (see `{command} --help`)"
+
+
+def _report_usage_error(exc: Any) -> typer.Exit:
+    print_error(usage_line(exc))
+    return typer.Exit(exc.exit_code or EXIT_USAGE)
+
+
 class ErrorBoundaryGroup(typer.core.TyperGroup):
     """Maps every CompactError raised under it to one stderr line and its exit code."""
 
@@ -32,9 +57,22 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         ctx.meta[DEBUG_KEY] = "--debug" in args
         return super().parse_args(ctx, args)
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        # The top level's own parsing (the subcommands' happens in invoke).
+        try:
+            return super().make_context(*args, **kwargs)
+        except NoArgsIsHelpError:
+            raise  # prints the help, as asked
+        except UsageError as exc:
+            raise _report_usage_error(exc) from None
+
     def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            raise _report_usage_error(exc) from None
         except CompactError as exc:
             if debug_enabled(ctx):
                 raise

@@ -38,11 +38,12 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
         table.add_row(*_usage_row("after", report["after"]))
     parts.append(table)
 
-    encoding = f"encoder {encoder['encoding']} ({encoder['backend']})"
+    encoding = f"counted with {encoder['encoding']} ({encoder['backend']})"
     if encoder["fallback"]:
         encoding += f" — fell back from {encoder['requested']}: {encoder['fallback']}"
-    resolved = "yes" if budget["window_resolved"] else "no"
-    parts.append(Text(f"{encoding} · window resolved: {resolved}"))
+    window = "the window size is the model's" if budget["window_resolved"] else (
+        "the window size is --context-window or the 128,000 default (no known --model)")
+    parts.append(Text(f"{encoding} · {window}"))
     if report.get("format") and report["format"] != {"input": "openai", "output": "openai", "losses": []}:
         parts.append(_format_line(report["format"]))
     if report.get("graph"):
@@ -68,16 +69,20 @@ def _format_line(fmt: dict[str, Any]) -> Text:
     return Text(line)
 
 
-def dataset_table(report: dict[str, Any]) -> Group:
-    """A dataset compacted by the main command: the totals, then the conversations that changed."""
+def dataset_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
+    """A dataset compacted by the main command (or counted): the totals, then what changed."""
     before, after = report["before"], report["after"]
     parts: list[Any] = [Text(f"compact · {report['input']} (dataset)", style="bold")]
     table = Table(show_edge=False, pad_edge=False)
     for name in ("", "conversations", "messages", "tokens"):
         table.add_column(name, justify="right" if name else "left")
-    table.add_row("before", f"{report['conversations']:,}", f"{before['messages']:,}", f"{before['tokens']:,}")
-    table.add_row("after", f"{report['changed']:,} changed", f"{after['messages']:,}", f"{after['tokens']:,}")
+    label = "before" if compacted else "now"
+    table.add_row(label, f"{report['conversations']:,}", f"{before['messages']:,}", f"{before['tokens']:,}")
+    if compacted:
+        table.add_row("after", f"{report['changed']:,} changed", f"{after['messages']:,}", f"{after['tokens']:,}")
     parts.append(table)
+    encoder = report["encoder"]
+    parts.append(Text(f"counted with {encoder['encoding']} ({encoder['backend']})"))
     if report["strategies"]:
         used = ", ".join(f"{name} ({count:,})" for name, count in report["strategies"].items())
         parts.append(Text(f"strategies (conversations changed): {used}"))
@@ -113,10 +118,18 @@ def _verdict(report: dict[str, Any]) -> Text:
 
 
 def _cache_line(cache: dict[str, Any]) -> Text:
-    survived = f"prompt cache: the first {cache['prefix_messages']:,} message(s) ({cache['prefix_tokens']:,} tokens) are unchanged"
+    """How much of a provider's prompt cache the result can reuse, in a user's words."""
+    new = cache["tokens_to_rewrite"]
     if cache["first_changed_line"] is None:
-        return Text(f"{survived}; {cache['tokens_to_rewrite']:,} appended token(s) to cache")
-    return Text(f"{survived}; from line {cache['first_changed_line']} on, {cache['tokens_to_rewrite']:,} tokens are cached again")
+        return Text(f"prompt cache: nothing before the end changed; a provider processes only the {new:,} "
+                    "appended token(s) anew")
+    line = cache["first_changed_line"]
+    if cache["prefix_messages"] == 0:
+        return Text(f"prompt cache: the first change is at line {line}, so a provider reuses nothing from "
+                    f"its cache and processes all {new:,} tokens anew")
+    return Text(f"prompt cache: the {cache['prefix_messages']:,} message(s) before line {line} are unchanged "
+                f"({cache['prefix_tokens']:,} tokens a provider can reuse from its cache); the {new:,} tokens "
+                "from there on are processed anew")
 
 
 def _actions_table(actions: list[dict[str, Any]]) -> Table:
@@ -149,25 +162,42 @@ def _warnings(report: dict[str, Any]) -> list[Text]:
     lines = []
     if report["warning_appended"]:
         lines.append(Text("warning appended: usage reached warn_fraction", style="yellow"))
-    orphans = report["orphans"]
-    if orphans["results"]:
-        where = ", ".join(str(n) for n in orphans["results"][:10])
-        lines.append(
-            Text(f"warning: {len(orphans['results'])} tool result(s) without their call (line {where}); "
-                 "--repair drops them", style="yellow")
-        )
-    if orphans["calls"]:
-        where = ", ".join(str(c["line"]) for c in orphans["calls"][:10])
-        lines.append(
-            Text(f"warning: {len(orphans['calls'])} tool call(s) without a result (line {where}); "
-                 "--repair drops them", style="yellow")
-        )
+    lines.extend(_orphan_lines(report))
     if report["skipped_lines"]:
         where = ", ".join(str(s["line"]) for s in report["skipped_lines"][:10])
         lines.append(Text(f"warning: {len(report['skipped_lines'])} invalid line(s) kept as is (line {where})",
                           style="yellow"))
     if report["last_error"]:
         lines.append(Text(f"strategy error: {report['last_error']}", style="red"))
+    return lines
+
+
+def _orphan_lines(report: dict[str, Any]) -> list[Text]:
+    """The input's orphan calls and results: a warning for those still there, a note for those --repair dropped."""
+    orphans = report["orphans"]
+    repaired = {e["line"] for e in report["removed"] if e["strategy"] == "repair"}
+    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
+    fix = "pinned, so --repair kept them" if ran_repair else "--repair drops them"
+    results = [n for n in orphans["results"] if n not in repaired]
+    calls = [c["line"] for c in orphans["calls"] if c["line"] not in repaired]
+    lines = []
+    if results:
+        lines.append(Text(f"warning: {len(results)} tool result(s) without their call "
+                          f"(line {', '.join(map(str, results[:10]))}); {fix}", style="yellow"))
+    if calls:
+        lines.append(Text(f"warning: {len(calls)} tool call(s) without a result "
+                          f"(line {', '.join(map(str, calls[:10]))}); {fix}", style="yellow"))
+    dropped_results = [n for n in orphans["results"] if n in repaired]
+    dropped_calls = [c["line"] for c in orphans["calls"] if c["line"] in repaired]
+    if dropped_results or dropped_calls:
+        what = []
+        if dropped_calls:
+            what.append(f"{len(dropped_calls)} tool call(s) without a result (line "
+                        f"{', '.join(map(str, dropped_calls[:10]))})")
+        if dropped_results:
+            what.append(f"{len(dropped_results)} tool result(s) without their call (line "
+                        f"{', '.join(map(str, dropped_results[:10]))})")
+        lines.append(Text(f"repaired: --repair dropped {' and '.join(what)}"))
     return lines
 
 

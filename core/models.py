@@ -71,3 +71,10 @@ def lookup_model(name: str) -> ModelInfo | None:
             if best is None or len(known) > len(best.name):
                 best = info
     return best
+
+
+def nearest_models(name: str, count: int = 3) -> list[str]:
+    """The known model names closest to ``name`` (difflib), for an unknown --model."""
+    import difflib
+
+    return difflib.get_close_matches(name.lower(), list(MODELS), n=count, cutoff=0.5)
