@@ -76,7 +76,7 @@ def _register() -> None:
     app.command(name="stats", help=inspect.STATS_HELP, no_args_is_help=True)(inspect.stats)
     app.command(name="diff", help=inspect.DIFF_HELP, no_args_is_help=True)(inspect.diff)
     app.command(name="validate", help=inspect.VALIDATE_HELP, no_args_is_help=True)(inspect.validate)
-    config_app = typer.Typer(help="Show or check the effective configuration.", no_args_is_help=True)
+    config_app = typer.Typer(help="Print the effective configuration (defaults, then the config file, then flags) as JSON.", no_args_is_help=True)
     config_app.command(name="show", help="Print the effective configuration as JSON.")(commands.config_show)
     app.add_typer(config_app, name="config")
     app.add_typer(graph.graph_app, name="graph")

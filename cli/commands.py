@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -48,6 +49,11 @@ SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", met
 QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
 FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
 KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
+
+
+class CountFormat(StrEnum):
+    table = "table"
+    json = "json"
 
 
 def build_config(
@@ -386,7 +392,7 @@ def count(
     chars_per_token: CharsOpt = None,
     framing: FramingOpt = None,
     config: ConfigOpt = None,
-    output_format: Annotated[str, typer.Option("--format", metavar="table|json", help="The usage table or one JSON document, on stdout.")] = "table",
+    output_format: Annotated[CountFormat, typer.Option("--format", help="The usage table or one JSON document, on stdout.")] = CountFormat.table,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Count around invalid lines instead of failing.")] = False,
     source_format: FromOpt = None,
@@ -396,8 +402,6 @@ def count(
     from core.api import compact_file
     from core.pipeline import UNLIMITED
 
-    if output_format not in ("table", "json"):
-        raise ConfigError(f"unknown format {output_format!r}", fix="use table or json")
     settings = build_config(
         config, model=model, encoder=encoder, backend=backend, context_window=context_window,
         chars_per_token=chars_per_token, framing=framing,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 DEFAULT_MARKER = "CUCA graph memory:"  # = core.graph.DEFAULT_MARKER, kept here to avoid the import
 
 graph_app = typer.Typer(
-    help="Check, merge, import and render working-graph snapshots (JSON; see GRAPH_README.md).",
+    help="Check, merge, import and render working-graph snapshots (JSON; the README's \"The working graph\" section).",
     no_args_is_help=True,
 )
 

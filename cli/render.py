@@ -42,7 +42,7 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
     if encoder["fallback"]:
         encoding += f" — fell back from {encoder['requested']}: {encoder['fallback']}"
     window = "the window size is the model's" if budget["window_resolved"] else (
-        "the window size is --context-window or the 128,000 default (no known --model)")
+        "the window size comes from --context-window or its default, not from a model")
     parts.append(Text(f"{encoding} · {window}"))
     if report.get("format") and report["format"] != {"input": "openai", "output": "openai", "losses": []}:
         parts.append(_format_line(report["format"]))

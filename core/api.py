@@ -39,12 +39,14 @@ def open_seams(config: MemoryConfig) -> Seams:
     """The store and summarizer the config asks for (each None when not configured)."""
     from core.summarizers import make_summarizer
 
+    # The summarizer first: its checks (prompt file, URL, model) fail before a store file is created.
+    summarizer = make_summarizer(config)
     store = None
     if config.store:
         from core.store import OffloadStore
 
         store = OffloadStore.open(config.store, max_bytes=config.store_max_bytes, at_cap=config.store_at_cap)
-    return Seams(store=store, summarizer=make_summarizer(config))
+    return Seams(store=store, summarizer=summarizer)
 
 
 @contextlib.contextmanager
@@ -112,6 +114,8 @@ def compact_file(
         if isinstance(memo, CompactionResult):
             return memo
     transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin)
+    if transcript.format != formats.DATASET:
+        _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
     if transcript.format == formats.DATASET and target_format not in (None, formats.DATASET):
         from core.errors import ConfigError
 
@@ -156,6 +160,19 @@ def compact_file(
             counter.cache.close()
         if own_seams and seams.store is not None:
             seams.store.close()
+
+
+def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
+    """A `line:` keep rule past the transcript's last line pins nothing: say so before anything is written."""
+    last = max([m.line for m in messages if m.line is not None] + [s["line"] for s in skipped], default=0)
+    for rule in config.keep_rules():
+        if rule.lines is not None and rule.lines[0] > last:
+            from core.errors import ConfigError
+
+            raise ConfigError(
+                f"keep rule {str(rule)!r} starts past the last line ({last:,})", path=path,
+                fix=f"give lines between 1 and {last:,}",
+            )
 
 
 def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter, choice: Any, *, mode: str,

@@ -134,7 +134,13 @@ class MemoryConfig:
                 fix="keep one (in a config file, set max_fraction to null or leave it out)",
             )
         for rule in self.keep:
-            KeepRule.parse(rule)
+            parsed = KeepRule.parse(rule)
+            if parsed.lines is not None and (parsed.lines[0] < 1 or parsed.lines[0] > parsed.lines[1]):
+                low, high = sorted(parsed.lines)
+                raise ConfigError(
+                    f"keep rule {rule!r} is an empty line range",
+                    fix=f"give line:A-B with 1 <= A <= B, e.g. line:{max(low, 1)}-{max(high, 1)}",
+                )
         if self.summarizer not in (None, "extractive", "openai"):
             raise ConfigError(f"unknown summarizer {self.summarizer!r}", fix="use extractive or openai")
         if self.summarizer == "openai" and not (self.summarizer_url and self.summarizer_model):

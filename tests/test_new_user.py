@@ -1,0 +1,229 @@
+"""What a new user tripped on (issue 11): each case as the user met it, through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import invoke, read_messages
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_transcripts"
+SESSION = SAMPLES / "agent_session.jsonl"
+
+
+def _dataset(tmp_path: Path) -> Path:
+    lines = [
+        {"task_id": 1, "messages": [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi"}]},
+        {"task_id": 2, "messages": [{"role": "user", "content": "book a flight"}]},
+    ]
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+# -- compact count ----------------------------------------------------------------
+
+
+def test_count_prints_its_table_on_stdout() -> None:
+    result = invoke("count", str(SAMPLES / "short_chat.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert "messages" in result.stdout and "tokens" in result.stdout
+    assert result.stderr == ""
+
+
+def test_count_on_a_dataset_shows_its_totals(tmp_path: Path) -> None:
+    result = invoke("count", str(_dataset(tmp_path)))
+    assert result.exit_code == 0, result.output
+    assert "(dataset)" in result.stdout
+    assert "now" in result.stdout and " 2 " in result.stdout  # two conversations
+
+
+def test_count_json_on_a_dataset_has_a_row_per_conversation(tmp_path: Path) -> None:
+    result = invoke("count", str(_dataset(tmp_path)), "--format", "json")
+    assert result.exit_code == 0, result.output
+    usage = json.loads(result.stdout)
+    assert usage["format"] == "dataset"
+    assert usage["conversations"] == 2
+    assert [row["line"] for row in usage["rows"]] == [1, 2]
+    assert [row["messages"] for row in usage["rows"]] == [2, 1]
+    assert usage["before"]["messages"] == 3
+    assert usage["before"]["tokens"] == sum(row["tokens"] for row in usage["rows"]) > 0
+
+
+def test_count_reads_a_compacted_dataset_from_stdin(tmp_path: Path) -> None:
+    compacted = invoke(str(_dataset(tmp_path)), "--max-tokens", "8000")
+    assert compacted.exit_code == 0, compacted.output
+    result = invoke("count", "-", "--format", "json", input=compacted.stdout)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["conversations"] == 2
+
+
+# -- outputs ------------------------------------------------------------------------
+
+
+def test_output_dash_is_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = invoke(str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "8000", "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert read_messages(result.stdout) == read_messages((SAMPLES / "short_chat.jsonl").read_text())
+    assert list(tmp_path.iterdir()) == []  # no file named "-"
+
+
+def test_a_second_in_place_run_keeps_the_first_backup(tmp_path: Path) -> None:
+    source = tmp_path / "s.jsonl"
+    original = SESSION.read_bytes()
+    source.write_bytes(original)
+    first = invoke(str(source), "--max-tokens", "20000", "--in-place")
+    assert first.exit_code == 0, first.output
+    once = source.read_bytes()
+    assert once != original
+    second = invoke(str(source), "--max-tokens", "8000", "--in-place")
+    assert second.exit_code == 0, second.output
+    assert (tmp_path / "s.jsonl.bak").read_bytes() == original  # the original is never lost
+    assert (tmp_path / "s.jsonl.bak.1").read_bytes() == once
+    assert "s.jsonl.bak.1" in second.stderr
+    third = invoke(str(source), "--max-tokens", "4000", "--in-place")
+    assert third.exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl", "s.jsonl.bak", "s.jsonl.bak.1", "s.jsonl.bak.2"]
+
+
+# -- a failed run leaves nothing ------------------------------------------------------
+
+
+def test_a_missing_prompt_file_creates_no_store_and_no_output(tmp_path: Path) -> None:
+    result = invoke(
+        str(SESSION), "--max-tokens", "8000", "--store", str(tmp_path / "s.sqlite"), "--summarizer", "openai",
+        "--summarizer-url", "http://127.0.0.1:9/v1", "--summarizer-model", "m",
+        "--summary-prompt", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "out.jsonl"),
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith("compact: error: ") and "missing.txt" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_prompt_file_is_an_error_even_under_budget(tmp_path: Path) -> None:
+    result = invoke(
+        str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "100000", "--store", str(tmp_path / "s.sqlite"),
+        "--summarizer", "openai", "--summarizer-url", "http://127.0.0.1:9/v1", "--summarizer-model", "m",
+        "--summary-prompt", str(tmp_path / "missing.txt"),
+    )
+    assert result.exit_code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bad_summarizer_url_creates_no_store(tmp_path: Path) -> None:
+    result = invoke(
+        str(SESSION), "--max-tokens", "8000", "--store", str(tmp_path / "s.sqlite"), "--summarizer", "openai",
+        "--summarizer-url", "ftp://example.com", "--summarizer-model", "m", "-o", str(tmp_path / "out.jsonl"),
+    )
+    assert result.exit_code == 2
+    assert "is not an http(s) URL" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "says"),
+    [
+        ("line:5-3", "keep rule 'line:5-3' is an empty line range"),
+        ("line:0", "keep rule 'line:0' is an empty line range"),
+        ("line:999", "keep rule 'line:999' starts past the last line (350)"),
+        ("line:351-400", "keep rule 'line:351-400' starts past the last line (350)"),
+    ],
+)
+def test_a_keep_rule_that_pins_nothing_is_an_error_before_anything_is_created(
+    rule: str, says: str, tmp_path: Path
+) -> None:
+    result = invoke(str(SESSION), "--max-tokens", "8000", "--keep", rule, "--store", str(tmp_path / "s.sqlite"),
+                    "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1
+    assert says in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_keep_range_reaching_past_the_end_still_pins_its_lines(tmp_path: Path) -> None:
+    result = invoke(str(SESSION), "--max-tokens", "8000", "--keep", "line:349-400", "--report", str(tmp_path / "r.json"),
+                    "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+
+
+# -- the table ------------------------------------------------------------------------
+
+
+def test_after_repair_the_table_says_what_was_repaired_not_to_repair(tmp_path: Path) -> None:
+    result = invoke(str(SAMPLES / "errors" / "orphan_call.jsonl"), "--max-tokens", "8000", "--repair", "--table",
+                    "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert "--repair drops them" not in result.stderr
+    assert "repaired: --repair dropped 1 tool call(s) without a result" in result.stderr
+    plain = invoke(str(SAMPLES / "errors" / "orphan_call.jsonl"), "--max-tokens", "8000", "--table",
+                   "-o", str(tmp_path / "out2.jsonl"))
+    assert "--repair drops them" in plain.stderr
+
+
+def test_the_table_speaks_plainly() -> None:
+    result = invoke(str(SESSION), "--max-tokens", "8000", "--table")
+    assert result.exit_code == 0
+    table = " ".join(result.stderr.split())
+    assert "window resolved" not in table
+    assert "cached again" not in table
+    assert "the window size comes from --context-window or its default, not from a model" in table
+    assert ("the 1 message(s) before line 2 are unchanged (1,742 tokens a provider can reuse from its cache)"
+            in table)
+    resolved = invoke(str(SESSION), "--max-tokens", "8000", "--model", "gpt-4o", "--table")
+    assert "the window size is the model's" in " ".join(resolved.stderr.split())
+
+
+def test_an_unknown_model_warns_with_the_nearest_names() -> None:
+    result = invoke(str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "8000", "--model", "gpt4o")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == [
+        "compact: warning: unknown model 'gpt4o': using a 128,000-token window and the cl100k_base encoder "
+        "(did you mean gpt-4o, gpt-4, gpt-4.1?)"
+    ]
+    known = invoke(str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "8000", "--model", "gpt-4o-2024-08-06")
+    assert known.stderr == ""
+
+
+# -- help ---------------------------------------------------------------------------
+
+
+HELP_COMMANDS = [
+    ["run"], ["count"], ["stats"], ["diff"], ["validate"], ["batch"], ["recall"], ["config"], ["config", "show"],
+    ["store", "stats"], ["graph"], ["graph", "validate"], ["graph", "merge"], ["graph", "import"],
+    ["graph", "render"],
+]
+
+
+@pytest.mark.parametrize("command", HELP_COMMANDS, ids=" ".join)
+def test_help_shows_no_python_type_placeholders(command: list[str]) -> None:
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0
+    for placeholder in ("<str>", "<int", "<float", "<list[", "<file>", "<path>", "{FILE}", "{SNAPSHOT}", "{BASE}",
+                        "GRAPH_README"):
+        assert placeholder not in result.stdout, (placeholder, result.stdout)
+
+
+def test_run_help_is_short_lists_every_exit_code_and_every_format() -> None:
+    text = invoke("run", "--help").stdout
+    assert len(text.splitlines()) <= 80
+    flat = " ".join(text.split())
+    assert "1 --check-for" in flat and "3 still over budget" in flat
+    assert "--from FORMAT" in flat and "dataset" in flat.split("--from FORMAT", 1)[1].split("--to", 1)[0]
+    assert "--check-for openai|anthropic|responses" in flat
+    assert "--backend auto|tiktoken|bpe" in flat
+
+
+def test_format_options_show_their_choices() -> None:
+    assert "--format table|json" in invoke("count", "--help").stdout
+    assert "--format text|json|github" in " ".join(invoke("graph", "validate", "--help").stdout.split())
+
+
+def test_config_help_says_what_it_does() -> None:
+    text = invoke("config", "--help").stdout
+    assert "Show or check" not in text
+    assert "Print the effective configuration" in text
