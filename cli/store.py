@@ -88,7 +88,10 @@ def recall(
     with _open(store) as opened:
         if handle is not None:
             found = opened.get(handle)
-            if found is None:
+            turn = opened.get_group(handle) if found is None else None
+            if turn is not None:
+                _print_turn(handle, *turn, output_format)
+            elif found is None:
                 _not_found(f"no offloaded message has the handle {handle} in {opened.path}")
             elif output_format is Format.json:
                 import orjson
@@ -104,6 +107,22 @@ def recall(
         _dump([hit.to_dict() for hit in hits])
         return
     typer.echo("\n\n".join(_hit_block(hit) for hit in hits))
+
+
+def _print_turn(handle: str, messages: list[Any], gone: int, output_format: Format) -> None:
+    """An offloaded turn: JSON, one message per line (a transcript again), or each message's text."""
+    if gone:
+        typer.echo(f"compact: {gone} message(s) of this turn were evicted from the store (store_at_cap)", err=True)
+    if not messages:
+        _not_found(f"every message of the turn {handle} was evicted from the store")
+    if output_format is Format.json:
+        import orjson
+
+        typer.echo("\n".join(orjson.dumps(m.message).decode() for m in messages))
+        return
+    typer.echo("\n\n".join(
+        f"[{m.role}, {m.source if m.line is None else f'{m.source}:{m.line}'}]\n{m.text}" for m in messages
+    ))
 
 
 def _hit_block(hit: RecallHit) -> str:

@@ -6,7 +6,10 @@ sha256 of its canonical JSON, with the source, line, turn and role of its
 first sighting, its searchable text and its JSON as handed in);
 ``sightings`` (every source and line it was offloaded from); ``messages_fts``
 (FTS5 over the text, kept in step by triggers); ``summaries`` (the summary
-cache); ``totals`` and ``schema_version``.
+cache); ``groups`` (an offloaded turn: the handle its placeholder prints and
+the content hashes of its messages, in order; created by the first offload
+that needs it, so stores written before it still open); ``totals`` and
+``schema_version``.
 
 Every write is one ``BEGIN IMMEDIATE`` transaction: all or nothing. Two
 processes can write at once: WAL keeps readers going, the busy timeout makes
@@ -106,6 +109,12 @@ CREATE TABLE summaries (
     created_at TEXT NOT NULL
 );
 """
+
+_GROUPS_TABLE = """CREATE TABLE IF NOT EXISTS groups (
+    hash TEXT PRIMARY KEY,
+    members TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)"""
 
 _COLUMNS = "m.handle, m.content_hash, m.source, m.line, m.turn, m.role, m.text, m.message, m.created_at"
 
@@ -211,6 +220,8 @@ class OffloadStore:
         self.max_summaries = max_summaries
         # Handles the last offload() evicted under at_cap="evict_oldest", oldest first.
         self.last_evicted: list[str] = []
+        # Turns a strategy announced (stage_group), written by the offload that stores their messages.
+        self._pending_groups: dict[str, list[str]] = {}
 
     # -- opening ---------------------------------------------------------------------
 
@@ -303,13 +314,65 @@ class OffloadStore:
         (source, line) is added to its sightings. At the cap see the module
         docstring; ``last_evicted`` lists what this call evicted.
         """
+        pending, self._pending_groups = self._pending_groups, {}
         rows = [self._row(index, item) for index, item in enumerate(items)]
         self.last_evicted = []
         if not rows:
             return []
-        evicted = self._write(lambda db: self._offload_rows(db, rows), "offload")
+        hashes = {row["content_hash"] for row in rows}
+        # A group goes in with its messages, in the same transaction, or not at all.
+        groups = {digest: members for digest, members in pending.items() if hashes.issuperset(members)}
+        evicted = self._write(lambda db: self._offload_rows(db, rows, groups), "offload")
         self.last_evicted = evicted
         return [row["handle"] for row in rows]
+
+    def stage_group(self, messages: Sequence[dict[str, Any]]) -> str:
+        """The handle that recalls all of ``messages`` (an offloaded turn), in order.
+
+        Nothing is written yet: the next ``offload`` that stores every one of
+        them records the group in the same transaction, so a refused or
+        rolled-back offload leaves no group behind.
+        """
+        members = [content_hash(message) for message in messages]
+        digest = group_hash(members)
+        self._pending_groups[digest] = members
+        return handle_of(digest)
+
+    def get_group(self, handle: str) -> tuple[list[StoredMessage], int] | None:
+        """The messages of the offloaded turn with this handle, in order, and how many are gone (evicted).
+
+        None when no turn has this handle (it may be a message's: see ``get``).
+        """
+        digits = _handle_digits(handle, self.path)
+
+        def read(db: sqlite3.Connection) -> Any:
+            try:
+                return db.execute(
+                    "SELECT members FROM groups WHERE hash >= ? AND hash < ? ORDER BY rowid LIMIT 2",
+                    (digits, digits + "g"),
+                ).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []  # a store from before groups existed
+                raise
+
+        rows = self._read(read, "read")
+        if len(rows) > 1:
+            raise StoreError(f"handle {handle!r} matches more than one turn", path=self.path,
+                             fix="give more of its characters")
+        if not rows:
+            return None
+        members: list[str] = orjson.loads(rows[0][0])
+        found = {}
+        for start in range(0, len(members), _SQL_CHUNK):
+            chunk = members[start : start + _SQL_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._read(lambda db: db.execute(
+                f"SELECT {_COLUMNS} FROM messages m WHERE m.content_hash IN ({marks})", chunk
+            ).fetchall(), "read"):
+                found[row[1]] = _stored(row)
+        messages = [found[digest] for digest in members if digest in found]
+        return messages, len(members) - len(messages)
 
     def _row(self, index: int, item: OffloadItem) -> dict[str, Any]:
         try:
@@ -328,8 +391,15 @@ class OffloadStore:
             "text": text, "message": message_json,
         }
 
-    def _offload_rows(self, db: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[str]:
+    def _offload_rows(
+        self, db: sqlite3.Connection, rows: list[dict[str, Any]], groups: dict[str, list[str]] | None = None
+    ) -> list[str]:
         now = _now()
+        if groups:
+            db.execute(_GROUPS_TABLE)
+            for digest, members in groups.items():
+                db.execute("INSERT OR IGNORE INTO groups (hash, members, created_at) VALUES (?, ?, ?)",
+                           (digest, orjson.dumps(members).decode(), now))
         before = self._content_bytes(db)
         referenced: set[int] = set()
         for row in rows:
@@ -445,13 +515,7 @@ class OffloadStore:
         content hash. A malformed handle, or a prefix two messages share, is
         a StoreError.
         """
-        digits = handle.strip().lower()
-        digits = digits.removeprefix(HANDLE_PREFIX)
-        if not (MIN_PREFIX_HEX <= len(digits) <= 64) or any(ch not in "0123456789abcdef" for ch in digits):
-            raise StoreError(
-                f"{handle!r} is not a handle", path=self.path,
-                fix=f"give off_ and at least {MIN_PREFIX_HEX} hex characters, as `compact recall` prints them",
-            )
+        digits = _handle_digits(handle, self.path)
         rows = self._read(
             lambda db: db.execute(
                 f"SELECT {_COLUMNS} FROM messages m WHERE m.content_hash >= ? AND m.content_hash < ?"
@@ -612,6 +676,21 @@ def _connect(path: str, *, timeout: float, create: bool) -> sqlite3.Connection:
         return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
     except sqlite3.Error as exc:
         raise store_error(exc, path, "open", timeout) from None
+
+
+def group_hash(members: Sequence[str]) -> str:
+    """sha256 hex naming a turn by the content hashes of its messages (never equal to a message's hash)."""
+    return hashlib.sha256(("turn\n" + "\n".join(members)).encode()).hexdigest()
+
+
+def _handle_digits(handle: str, path: str) -> str:
+    digits = handle.strip().lower().removeprefix(HANDLE_PREFIX)
+    if not (MIN_PREFIX_HEX <= len(digits) <= 64) or any(ch not in "0123456789abcdef" for ch in digits):
+        raise StoreError(
+            f"{handle!r} is not a handle", path=path,
+            fix=f"give off_ and at least {MIN_PREFIX_HEX} hex characters, as `compact recall` prints them",
+        )
+    return digits
 
 
 def _stored(row: Sequence[Any]) -> StoredMessage:

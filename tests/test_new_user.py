@@ -227,3 +227,49 @@ def test_config_help_says_what_it_does() -> None:
     text = invoke("config", "--help").stdout
     assert "Show or check" not in text
     assert "Print the effective configuration" in text
+
+
+# -- the recall handle of an offloaded turn ---------------------------------------------
+
+
+def test_the_handle_a_placeholder_prints_recalls_the_whole_turn(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    result = invoke(str(SESSION), "--max-tokens", "8000", "--store", str(store), "-s", "offload:turns=1")
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    placeholder = next(m["content"] for m in out if str(m["content"]).startswith("[compact: turn 1 offloaded"))
+    count = int(placeholder.split("(", 1)[1].split(" messages", 1)[0])
+    assert count > 1
+    handle = placeholder.split("recall: compact recall --id ", 1)[1].split(";", 1)[0]
+    recalled = invoke("recall", "--id", handle, "--store", str(store), "--format", "json")
+    assert recalled.exit_code == 0, recalled.output
+    messages = read_messages(recalled.stdout)
+    assert len(messages) == count
+    original = read_messages(SESSION.read_text())
+    lines = [int(n) for n in placeholder.split("lines ", 1)[1].split(")", 1)[0].split("-")]
+    assert messages == original[lines[0] - 1 : lines[1]]  # the turn, in order, as it was
+    text = invoke("recall", "--id", handle, "--store", str(store))
+    assert text.exit_code == 0
+    assert text.stdout.count(f"{SESSION}:") == count
+
+
+def test_a_refused_offload_records_no_turn(tmp_path: Path) -> None:
+    from core.store import OffloadStore, StoreError
+
+    store = OffloadStore.open(tmp_path / "s.sqlite", max_bytes=10)
+    turn = [{"role": "user", "content": "x" * 100}, {"role": "assistant", "content": "y"}]
+    handle = store.stage_group(turn)
+    from core.store import OffloadItem
+
+    items = [OffloadItem(source="t", line=i + 1, turn=0, role=m["role"], text=m["content"], message=m)
+             for i, m in enumerate(turn)]
+    with pytest.raises(StoreError):
+        store.offload(items)
+    assert store.get_group(handle) is None
+    store.close()
+    roomy = OffloadStore.open(tmp_path / "t.sqlite")
+    handle = roomy.stage_group(turn)
+    roomy.offload(items)
+    messages, gone = roomy.get_group(handle)  # type: ignore[misc]
+    assert [m.message for m in messages] == turn and gone == 0
+    roomy.close()

@@ -8,7 +8,7 @@ recall it by and a short digest; `placeholder=false` leaves none.
 
 from __future__ import annotations
 
-from core.messages import Message, content_handle, content_text, has_text, written_by_compact
+from core.messages import Message, content_text, has_text, written_by_compact
 from core.strategies.base import Param, StrategyInfo
 from core.strategies.placeholders import PREFIX
 from core.workspace import Workspace
@@ -48,11 +48,13 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
 def _placeholder(workspace: Workspace, turn: int, gone: list[int]) -> str:
     lines = [workspace.messages[p].line for p in gone if workspace.messages[p].line is not None]
     where = f", lines {min(lines)}-{max(lines)}" if lines else ""  # type: ignore[type-var]
-    first = workspace.messages[gone[0]]
+    messages = [workspace.messages[p].data for p in gone if workspace.messages[p].data]
+    # One handle for the whole turn: `compact recall --id` prints every message that went, in order.
+    handle = workspace.seams.store.stage_group(messages)
     asked = next((content_text(workspace.messages[p].data) for p in gone if has_text(workspace.messages[p].data)), "")
     return (
         f"{PREFIX} turn {turn + 1} offloaded ({len(gone)} messages{where}); "
-        f"recall: compact recall --id {content_handle(first.data)}; "
+        f"recall: compact recall --id {handle}; "
         f'asked: "{_digest(asked)}"]'
     )
 
