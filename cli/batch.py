@@ -271,7 +271,8 @@ def _totals_table(totals: dict[str, Any]) -> Any:
     grid = Table(show_edge=False, pad_edge=False, show_header=False)
     grid.add_column("", style="bold")
     grid.add_column("")
-    status = (f"{totals['compacted']:,} compacted, {totals['up_to_date']:,} up to date, "
+    status = (f"{totals['compacted']:,} compacted, {totals['unchanged']:,} unchanged, "
+              f"{totals['up_to_date']:,} up to date, "
               f"{totals['failed']:,} failed")
     if totals["not_run"]:
         status += f", {totals['not_run']:,} not run (--fail-fast)"

@@ -466,7 +466,7 @@ def config_show(
         context_window=context_window, model=model, encoder=encoder, warn_fraction=warn_fraction,
         offload_turns=offload_turns, strategy=strategy, keep=keep,
     )
-    effective = settings.to_dict()
+    effective = settings.effective_dict()
     window, resolved = settings.window()
     effective["resolved"] = {"encoder": settings.encoder_name, "window": window, "window_resolved": resolved}
     sys.stdout.buffer.write(orjson.dumps(effective, option=orjson.OPT_INDENT_2) + b"\n")

@@ -54,6 +54,7 @@ BATCH_REPORT_VERSION = 1
 SIDECAR_VERSION = 1
 SIDECAR_SUFFIX = ".compact.json"
 COMPACTED = "compacted"
+UNCHANGED = "unchanged"  # read and written back, but no strategy changed anything (already within budget)
 UP_TO_DATE = "up_to_date"
 FAILED = "failed"
 PATTERN = ".jsonl"  # what a directory input contributes
@@ -93,7 +94,7 @@ class BatchRow:
     index: int
     input: str
     output: str
-    status: str  # compacted | up_to_date | failed
+    status: str  # compacted | unchanged | up_to_date | failed
     kind: str | None = None  # transcript | dataset (None when it failed before reading)
     conversations: int = 0
     messages_before: int = 0
@@ -155,18 +156,39 @@ def plan_batch(
     config_dict = config.to_dict()
     inputs_real = {os.path.realpath(path) for path, _ in files}
     tasks = []
+    outputs: dict[str, str] = {}
     for index, (path, relative) in enumerate(files):
-        output = os.path.join(out, relative)
+        output = os.path.join(out, _output_name(path, relative))
         if os.path.realpath(output) in inputs_real:
             raise ConfigError(
                 f"the output {output} would overwrite an input", fix="choose an --out folder outside the inputs"
             )
+        if output in outputs:
+            raise ConfigError(f"{outputs[output]} and {path} would both be written to {output}",
+                              fix="rename one of them, or compact them in two runs")
+        outputs[output] = path
         tasks.append(BatchTask(
             index=index, input=path, output=output, config=config_dict, settings=settings, mode=mode,
             repair=repair, skip_invalid=skip_invalid, use_cache=use_cache, force=force,
             size=os.path.getsize(path),
         ))
     return tasks
+
+
+def _output_name(path: str, relative: str) -> str:
+    """A JSON-array input (``glaive.json``) is written back as JSONL, so its output is named ``glaive.jsonl``."""
+    if relative.endswith(PATTERN) or not _is_json_array(path):
+        return relative
+    return relative.removesuffix(".json") + PATTERN
+
+
+def _is_json_array(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False  # the worker reports the unreadable file
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
 
 
 def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:
@@ -322,8 +344,10 @@ def _compact_transcript(
     finally:
         _close_source(transcript.messages)
     report = result.report
+    changed = bool(acted(report)) or report["warning_appended"] or report["after"] != report["before"]
     return BatchRow(
-        index=task.index, input=task.input, output=task.output, status=COMPACTED, kind=TRANSCRIPT,
+        index=task.index, input=task.input, output=task.output, status=COMPACTED if changed else UNCHANGED,
+        kind=TRANSCRIPT,
         conversations=1,
         messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
         tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
@@ -349,7 +373,8 @@ def _compact_dataset(
         atomic_write_chunks(task.output, compact_dataset_lines(stream, compactor))
     report = compactor.report()
     return BatchRow(
-        index=task.index, input=task.input, output=task.output, status=COMPACTED, kind=DATASET,
+        index=task.index, input=task.input, output=task.output,
+        status=COMPACTED if report["changed"] else UNCHANGED, kind=DATASET,
         conversations=report["conversations"],
         messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
         tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
@@ -441,6 +466,7 @@ def batch_report(
     totals = {
         "inputs": len(tasks),
         "compacted": sum(1 for r in ordered if r.status == COMPACTED),
+        "unchanged": sum(1 for r in ordered if r.status == UNCHANGED),
         "up_to_date": sum(1 for r in ordered if r.status == UP_TO_DATE),
         "failed": sum(1 for r in ordered if r.status == FAILED),
         "not_run": len(tasks) - len(ordered),
@@ -461,7 +487,7 @@ def batch_report(
         "out": out,
         "mode": first.mode if first else BUDGET,
         "settings_blake2b": first.settings if first else None,
-        "config": config.to_dict(),
+        "config": config.effective_dict(),
         "totals": totals,
         "rows": [r.to_dict() for r in ordered],
     }

@@ -64,6 +64,11 @@ class StrategySpec:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.params}
 
+    def effective(self) -> dict[str, Any]:
+        """Every parameter the strategy runs with: the given ones over the defaults."""
+        defaults = {p.name: p.default for p in strategies.get(self.kind).params}
+        return {"kind": self.kind, **defaults, **self.params}
+
     def __str__(self) -> str:
         if not self.params:
             return self.kind
@@ -189,6 +194,12 @@ class MemoryConfig:
         data["require_preserved_kinds"] = list(self.require_preserved_kinds)
         data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
         data["strategies"] = [s.to_dict() for s in self.strategies]
+        return data
+
+    def effective_dict(self) -> dict[str, Any]:
+        """``to_dict`` with each strategy's parameters spelled out, defaults included (`compact config show`)."""
+        data = self.to_dict()
+        data["strategies"] = [s.effective() for s in self.strategies]
         return data
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:

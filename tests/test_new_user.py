@@ -273,3 +273,54 @@ def test_a_refused_offload_records_no_turn(tmp_path: Path) -> None:
     messages, gone = roomy.get_group(handle)  # type: ignore[misc]
     assert [m.message for m in messages] == turn and gone == 0
     roomy.close()
+
+
+# -- batch and config show --------------------------------------------------------------
+
+
+def test_batch_labels_an_input_nothing_changed_unchanged(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "small.jsonl").write_bytes((SAMPLES / "short_chat.jsonl").read_bytes())
+    (inputs / "big.jsonl").write_bytes(SESSION.read_bytes())
+    result = invoke("batch", str(inputs), "--out", str(tmp_path / "out"), "--max-tokens", "8000", "--jobs", "1",
+                    "--report", "-")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    statuses = {Path(r["input"]).name: r["status"] for r in report["rows"]}
+    assert statuses == {"small.jsonl": "unchanged", "big.jsonl": "compacted"}
+    assert (report["totals"]["compacted"], report["totals"]["unchanged"]) == (1, 1)
+    table = invoke("batch", str(inputs), "--out", str(tmp_path / "out2"), "--max-tokens", "8000", "--jobs", "1")
+    row = next(line for line in table.stdout.splitlines() if line.startswith("small.jsonl"))
+    assert "unchanged" in row and "compacted" not in row
+
+
+def test_batch_names_the_output_of_a_json_array_input_jsonl(tmp_path: Path) -> None:
+    source = tmp_path / "in" / "glaive.json"
+    source.parent.mkdir()
+    source.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    result = invoke("batch", str(source), "--out", str(tmp_path / "out"), "--max-tokens", "8000", "--jobs", "1",
+                    "--report", "-")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".glaive.jsonl.compact.json", "glaive.jsonl"]
+    assert read_messages((tmp_path / "out" / "glaive.jsonl").read_text()) == json.loads(source.read_text())
+    assert json.loads(result.stdout)["rows"][0]["output"].endswith("glaive.jsonl")
+
+
+def test_batch_refuses_two_inputs_that_would_write_one_output(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    (folder / "a.jsonl").write_text('{"role": "user", "content": "hi"}\n')
+    result = invoke("batch", str(folder / "a.json"), str(folder / "a.jsonl"), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    assert "would both be written to" in result.stderr
+
+
+def test_config_show_lists_each_strategy_with_its_effective_parameters() -> None:
+    result = invoke("config", "show", "-s", "clear_tool_results", "-s", "sliding_window:keep_messages=5")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["strategies"] == [
+        {"kind": "clear_tool_results", "keep_pairs": 3},
+        {"kind": "sliding_window", "keep_messages": 5},
+    ]
