@@ -111,11 +111,11 @@ def test_validate_github_annotations(work: Path) -> None:
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
     assert lines[0] == (
-        "::error file=invalid.json,title=compact graph schema::"
+        "::error file=invalid.json,line=4,col=21,title=compact graph schema::"
         "$.nodes[1].lables: unknown field 'lables' (did you mean \"labels\"?)"
     )
     assert lines[8] == (
-        "::warning file=warnings.json,title=compact graph duplicate-label::"
+        "::warning file=warnings.json,line=1,col=40,title=compact graph duplicate-label::"
         "$.nodes[0].labels[1]: label 'X' repeated (list each label once; it is written once)"
     )
     assert lines[-1] == (
@@ -131,7 +131,7 @@ def test_validate_github_escapes_annotation_text(work: Path) -> None:
     )
     result = run("validate", "-f", "github", "--no-warnings", "odd, name.json")
     assert result.stdout == (
-        "::error file=odd%2C name.json,title=compact graph duplicate-node-id::"
+        "::error file=odd%2C name.json,line=1,col=30,title=compact graph duplicate-node-id::"
         "$.nodes[1].id: duplicate node id 'a%25\\nb', first at $.nodes[0] "
         "(give each node its own id, or merge the two into one)\n"
     )

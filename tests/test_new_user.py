@@ -324,3 +324,54 @@ def test_config_show_lists_each_strategy_with_its_effective_parameters() -> None
         {"kind": "clear_tool_results", "keep_pairs": 3},
         {"kind": "sliding_window", "keep_messages": 5},
     ]
+
+
+# -- compact graph validate ---------------------------------------------------------------
+
+
+def _validate(*args: str) -> object:
+    return invoke("graph", "validate", *args)
+
+
+def test_a_duplicate_key_makes_a_snapshot_invalid(tmp_path: Path) -> None:
+    snapshot = tmp_path / "g.json"
+    snapshot.write_text('{"nodes": [{"id": "a"}], "relationships": [], "nodes": []}')
+    result = _validate(str(snapshot))
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert result.stdout == (  # type: ignore[attr-defined]
+        f"{snapshot}: $.nodes: key 'nodes' appears more than once in this object; readers keep only the last "
+        "value (keep one of them, merging their values)\n"
+    )
+
+
+def test_a_duplicate_key_inside_an_item_is_named_by_its_path(tmp_path: Path) -> None:
+    snapshot = tmp_path / "g.json"
+    snapshot.write_text('{"nodes": [{"id": "a"}, {"id": "b", "labels": ["X"], "id": "c"}], "relationships": []}')
+    result = _validate(str(snapshot), "--format", "json")
+    document = json.loads(result.stdout)  # type: ignore[attr-defined]
+    problems = document["files"][0]["problems"]
+    assert [(p["code"], p["path"]) for p in problems] == [("duplicate-key", "$.nodes[1].id")]
+
+
+def test_invalid_utf8_is_reported_at_its_line_and_column(tmp_path: Path) -> None:
+    snapshot = tmp_path / "g.json"
+    snapshot.write_bytes(b'{"nodes": [],\n "relationships": [], "x\xff": 1}\n')
+    result = _validate(str(snapshot))
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert result.stdout == (  # type: ignore[attr-defined]
+        f"{snapshot}:2:25: invalid UTF-8 (byte 0xff) (re-encode the file as UTF-8)\n"
+    )
+
+
+def test_github_annotations_carry_the_line_of_content_problems() -> None:
+    result = _validate(str(SAMPLES / "graph" / "invalid.json"), "--format", "github")
+    lines = result.stdout.splitlines()  # type: ignore[attr-defined]
+    assert lines and all(",line=" in line for line in lines), lines
+    text = (SAMPLES / "graph" / "invalid.json").read_text().splitlines()
+    for annotation in lines:
+        line = int(annotation.split(",line=", 1)[1].split(",", 1)[0])
+        column = int(annotation.split(",col=", 1)[1].split(",", 1)[0])
+        path = annotation.split("::", 2)[2].split(":", 1)[0]  # $.nodes[1].lables
+        last = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        if not path.endswith("]"):
+            assert text[line - 1][column - 1 :].startswith(f'"{last}"'), (annotation, text[line - 1])

@@ -39,13 +39,18 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_line(source: str | None, finding: Finding) -> str:
-    """`::error file=F,title=compact graph: duplicate-node-id::$.nodes[3].id: ...`."""
+def github_line(source: str | None, finding: Finding, location: tuple[int, int] | None = None) -> str:
+    """`::error file=F,line=12,col=7,title=compact graph: duplicate-node-id::$.nodes[3].id: ...`.
+
+    ``location`` is where the finding's JSON path sits in the file (core.graph.locate), so the
+    annotation attaches to that line of the pull request; malformed JSON carries its own.
+    """
     properties = [f"file={_escape_property(source or '')}"]
-    if finding.line is not None:
-        properties.append(f"line={finding.line}")
-        if finding.column:
-            properties.append(f"col={finding.column}")
+    line, column = (finding.line, finding.column) if finding.line is not None else location or (None, None)
+    if line is not None:
+        properties.append(f"line={line}")
+        if column:
+            properties.append(f"col={column}")
     properties.append(f"title={_escape_property('compact graph ' + finding.code)}")
     body = finding.describe()
     return f"::{finding.severity} {','.join(properties)}::{_escape_data(body)}"
@@ -55,10 +60,30 @@ def finding_lines(
     results: Iterable[ValidationResult], fmt: OutputFormat, *, warnings: bool = True
 ) -> Iterator[str]:
     """One line per problem (and warning), for the text and github formats."""
-    line = github_line if fmt == "github" else text_line
     for result in results:
-        for finding in result.findings(warnings=warnings):
-            yield line(result.source, finding)
+        findings = result.findings(warnings=warnings)
+        if fmt != "github":
+            for finding in findings:
+                yield text_line(result.source, finding)
+            continue
+        places = _locations(result.source, findings)
+        for finding in findings:
+            yield github_line(result.source, finding, places.get(finding.parts))
+
+
+def _locations(source: str | None, findings: Sequence[Finding]) -> dict[Any, tuple[int, int]]:
+    """Line and column of each finding's JSON path (only --format github reads the file again for them)."""
+    wanted = [f.parts for f in findings if f.line is None]
+    if source is None or not wanted:
+        return {}
+    from core.graph.locate import locate
+
+    try:
+        with open(source, "rb") as handle:
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return {}
+    return locate(text, wanted)
 
 
 def validation_document(

@@ -69,6 +69,65 @@ def _malformed(error: json.JSONDecodeError) -> Finding:
     )
 
 
+def _invalid_utf8(data: bytes, error: UnicodeDecodeError) -> Finding:
+    """The first byte that is not UTF-8, at its line and column (orjson only says line 1, column 1)."""
+    line_start = data.rfind(b"\n", 0, error.start) + 1
+    return Finding(
+        "malformed-json",
+        f"invalid UTF-8 (byte 0x{data[error.start]:02x})",
+        (),
+        "re-encode the file as UTF-8",
+        line=data.count(b"\n", 0, error.start) + 1,
+        column=error.start - line_start + 1,
+    )
+
+
+def duplicate_keys(data: bytes, document: Any) -> list[Finding]:
+    """A key given twice in one object: parsers keep the last silently, so the first value would vanish.
+
+    The quick test: every colon outside strings separates one member, and
+    strings are written back unchanged, so the text has more colons than the
+    parsed document written back exactly when members were dropped. Only then
+    is the text parsed again to name each repeated key by its path.
+    """
+    try:
+        if data.count(b":") == orjson.dumps(document).count(b":"):
+            return []
+    except TypeError:
+        pass  # a value orjson cannot write back (a marked NaN): look the slow way
+    return _find_duplicates(data.decode("utf-8", errors="replace"))
+
+
+def _find_duplicates(text: str) -> list[Finding]:
+    repeated: dict[int, list[str]] = {}
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            repeated[id(obj)] = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+        return obj
+
+    try:
+        document = json.loads(text, object_pairs_hook=pairs_hook)
+    except ValueError:
+        return []
+    findings = []
+    stack: list[tuple[Any, tuple[PathPart, ...]]] = [(document, ())]
+    while stack and len(findings) < len(repeated):
+        value, where = stack.pop()
+        if isinstance(value, dict):
+            for key in dict.fromkeys(repeated.get(id(value), ())):
+                findings.append(Finding(
+                    "duplicate-key", f"key {key!r} appears more than once in this object; readers keep only "
+                    "the last value", (*where, key), "keep one of them, merging their values",
+                ))
+            stack.extend((item, (*where, key)) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((item, (*where, index)) for index, item in enumerate(value))
+    return findings
+
+
 def walk_non_finite(
     value: Any, parts: tuple[PathPart, ...]
 ) -> Iterator[tuple[tuple[PathPart, ...], float]]:
@@ -104,8 +163,8 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
             )
         except json.JSONDecodeError as error:
             return None, _malformed(error), False
-        except UnicodeDecodeError:
-            return None, _malformed(strict_error), False
+        except UnicodeDecodeError as error:
+            return None, _invalid_utf8(data, error), False
         if next(walk_non_finite(document, ()), None) is not None:
             return document, None, True
         return None, _malformed(strict_error), False

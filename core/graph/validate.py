@@ -26,7 +26,7 @@ from typing import Any
 from core.errors import InputError
 from core.graph.findings import Finding, ValidationResult, sort_findings
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, gc_paused
-from core.graph.parsing import number_literal, parse_json, walk_non_finite
+from core.graph.parsing import duplicate_keys, number_literal, parse_json, walk_non_finite
 from core.graph.schema import snapshot_checkers
 
 _SUGGEST_LIMIT = 10_000  # difflib over more ids than this is too slow to be worth it
@@ -69,10 +69,12 @@ def validate_snapshot_file(
     document, malformed, non_finite = parse_json(data)
     if malformed is not None:
         return ValidationResult(source, (malformed,))
+    repeated = duplicate_keys(data, document)
     with gc_paused():
         # The parsed document is ours: each raw item is dropped once its typed
         # value is built, which keeps the peak near one copy of the snapshot.
-        return _validate_document(document, source, known_node_ids, non_finite, consume=True)
+        return _validate_document(document, source, known_node_ids, non_finite, consume=True,
+                                  extra_problems=repeated)
 
 
 def validate_document(
@@ -94,9 +96,10 @@ def _validate_document(
     scan_non_finite: bool,
     *,
     consume: bool = False,
+    extra_problems: Sequence[Finding] = (),
 ) -> ValidationResult:
     shell, node_checker, rel_checker = snapshot_checkers()
-    problems = [Finding("schema", i.message, i.parts, i.fix) for i in shell.issues(document)]
+    problems = [*extra_problems, *(Finding("schema", i.message, i.parts, i.fix) for i in shell.issues(document))]
     warnings: list[Finding] = []
     if not isinstance(document, dict):
         return ValidationResult(source, sort_findings(problems))
