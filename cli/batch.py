@@ -59,7 +59,7 @@ def batch(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Transcript or dataset files, folders, or globs.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the outputs (created if missing); never one of the inputs.", file_okay=False, show_default=False)],
     jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Processes (or Ray tasks) at once; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")] = None,
-    engine: Annotated[str, typer.Option("--engine", help="pool (a local process pool) or ray (Ray Data; pip install 'compact-transcripts[ray]').")] = "pool",
+    engine: Annotated[str, typer.Option("--engine", help="pool (a local process pool) or ray (Ray Data; pip install 'ray[data]').")] = "pool",
     ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001); default: a local instance started for the run.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact every input again, even when its output is up to date.")] = False,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails (the running ones finish).")] = False,

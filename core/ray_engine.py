@@ -1,6 +1,6 @@
 """The Ray engine: the batch's ``compact_one``, mapped over a Ray Data dataset of tasks.
 
-Install it with ``pip install 'compact-transcripts[ray]'``. A Ray Data dataset
+Install it with ``pip install '.[ray]'`` in a checkout. A Ray Data dataset
 holds one row per task (the task as JSON bytes), in a few blocks per CPU;
 ``map_batches`` runs :func:`compact_batch` on the workers, which calls
 :func:`core.batch.compact_one` for each task — the very function the process
@@ -36,7 +36,7 @@ BLOCKS_PER_CPU = 4
 _CONTEXT = {"enable_progress_bars": False, "enable_auto_log_stats": False, "target_max_block_size": 1024}
 PROBE_SECONDS = 5.0
 CLUSTER_FIX = "check --ray-address (auto, HOST:6379 or ray://HOST:10001) and that the cluster is up"
-INSTALL_FIX = "install the extra: pip install 'compact-transcripts[ray]'"
+INSTALL_FIX = "install Ray Data: pip install 'ray[data]>=2.10' (the [ray] extra)"
 
 
 def compact_batch(batch: dict[str, Any]) -> dict[str, list[bytes]]:

@@ -218,7 +218,7 @@ def _load_encoding(encoding: str, backend: str) -> TokenCounter:
         if backend == "bpe":
             raise EncoderError(
                 f"the bpe backend cannot load {encoding}",
-                fix="install it with pip install 'compact-transcripts[fast]', or use --backend tiktoken",
+                fix="install it with pip install bpe-openai (the [fast] extra), or use --backend tiktoken",
             )
     return _load_tiktoken(encoding)
 
@@ -235,7 +235,7 @@ def _load_tiktoken(encoding: str) -> TokenCounter:
             f"cannot load encoder {encoding} ({type(exc).__name__}: its file could not be read or downloaded)",
             fix=(
                 "set TIKTOKEN_CACHE_DIR to a folder holding its file, install "
-                "'compact-transcripts[fast]' (bundles o200k_base), or use --encoder cl100k_base or heuristic"
+                "bpe-openai (the [fast] extra; bundles o200k_base), or use --encoder cl100k_base or heuristic"
             ),
         ) from None
     return TiktokenCounter(encoding, loaded)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'compact-transcripts[ray]'")
-pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install 'compact-transcripts[ray]'")
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install '.[ray]'")
+pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install '.[ray]'")
 
 from core.batch import COMPACTED, FAILED, UP_TO_DATE, plan_batch
 from core.config import MemoryConfig

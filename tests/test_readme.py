@@ -40,3 +40,44 @@ def test_every_strategy_is_documented() -> None:
     for name in strategies.NAMES:
         info = strategies.get(name)
         assert f"`{name}` ({info.alias})" in readme
+
+
+DOCS = ["README.md", "sample_transcripts/README.md", "bench/README.md", ".pre-commit-hooks.yaml"]
+DEAD = [
+    "SPEC §",  # the behaviour contract is not shipped with the project
+    "GRAPH_README",
+    "the seed's",
+    "memory-plugin.txt",
+    "summary-buffer.txt",
+    "pipx install compact-transcripts",  # not published
+    "pip install 'compact-transcripts",
+    "rev: v0.1.0",  # no tag exists
+]
+
+
+def test_the_docs_point_at_nothing_that_does_not_exist() -> None:
+    for name in DOCS:
+        text = (ROOT / name).read_text()
+        for dead in DEAD:
+            assert dead not in text, (name, dead)
+
+
+def test_the_readme_example_config_reaches_its_budget(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    from tests.helpers import invoke
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Configuration file\n", 1)[1]
+    config_text = re.search(r"```toml\n(.*?)\n```", section, re.S).group(1)  # type: ignore[union-attr]
+    folder = Path(str(tmp_path))
+    (folder / "compact.toml").write_text(config_text)
+    report = folder / "r.json"
+    result = invoke(str(ROOT / "sample_transcripts" / "agent_session.jsonl"), "-c", str(folder / "compact.toml"),
+                    "--report", str(report), "-o", str(folder / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["budget"]["limit"] == 8000
+    assert data["over_budget"] is False
+    assert data["after"]["tokens"] < 8000
