@@ -14,7 +14,7 @@ from typing import Any, get_args
 import typer.core
 
 
-def _metavar(option: Any, ctx: Any) -> str:
+def _metavar(option: Any) -> str:
     desc = option.type_descriptor
     if desc.is_choice:
         return "|".join(str(getattr(c, "value", c)) for c in desc.choices or ())
@@ -32,7 +32,7 @@ def _metavar(option: Any, ctx: Any) -> str:
 
 class PlainOption(typer.core.TyperOption):
     def display_type_rich(self, ctx: Any) -> str | None:
-        return self.metavar if self.metavar is not None else _metavar(self, ctx)
+        return self.metavar if self.metavar is not None else _metavar(self)
 
     def _get_number_range_help_str(self) -> str | None:
         return None  # the help text says the range in words; "[0.0<=x<=1.0]" only widened the column

@@ -277,7 +277,9 @@ def test_batch_compacts_sharegpt_datasets_and_arrays(realdata: Path, glaive: dic
         "glaive.json": ("dataset", 300), "three.jsonl": ("dataset", 3), "one.jsonl": ("transcript", 1),
         "set.jsonl": ("dataset", 3)}
     single = invoke(str(realdata / GLAIVE), "--max-tokens", "200", "--no-cache")
-    assert (out / "glaive.json").read_text(encoding="utf-8") == single.stdout  # what `compact FILE` writes
+    # A JSON array comes back as JSONL (what `compact FILE` writes), so its output is named .jsonl.
+    assert (out / "glaive.jsonl").read_text(encoding="utf-8") == single.stdout
+    assert not (out / "glaive.json").exists()
 
 
 def test_one_conversation_in_an_array_is_a_sharegpt_transcript(glaive: dict[str, Path], tmp_path: Path) -> None:

@@ -61,7 +61,9 @@ def test_batch_compacts_a_folder_of_claude_code_sessions_in_their_format(realdat
         uuids = {e.get("uuid") for e in written}
         assert all(e.get("parentUuid") in uuids for e in written if e.get("parentUuid"))
     report = json.loads((tmp_path / "batch.json").read_text())
-    assert report["totals"]["compacted"] == 4
+    assert report["totals"]["compacted"] + report["totals"]["unchanged"] == 4
+    for row in report["rows"]:  # "unchanged" only for a session already within the budget
+        assert (row["status"] == "unchanged") == (row["tokens_after"] == row["tokens_before"] < 8000), row
     assert report["totals"]["tokens_after"] < report["totals"]["tokens_before"]
 
 
