@@ -18,11 +18,12 @@ from core.errors import EXIT_CHECK_FAILED, ConfigError
 if TYPE_CHECKING:
     from core.store import OffloadStore, RecallHit
 
-RECALL_HELP = """Search the offload store, or print one offloaded message by its handle.
+RECALL_HELP = """Search the offload store, or print an offloaded message (or turn) by its handle.
 
 `compact recall vault Lisbon --store s.sqlite` prints the best-matching offloaded
 messages (every word must match; when no message has them all, any word may).
-`compact recall --id off_2b1e0265 --store s.sqlite` prints one message exactly.
+`compact recall --id off_2b1e0265 --store s.sqlite` prints one message exactly; the
+handle an offload placeholder names prints every message of that turn, in order.
 Exit codes: 0 found; 1 nothing found; 2 bad usage, or no store at --store.
 """
 
@@ -74,7 +75,7 @@ def recall(
     ] = None,
     handle: Annotated[
         str | None,
-        typer.Option("--id", metavar="HANDLE", help="Print the message with this handle (or a prefix of 8+ hex digits after off_).", show_default=False),
+        typer.Option("--id", metavar="HANDLE", help="Print the message or offloaded turn with this handle (or a prefix of 8+ hex digits after off_).", show_default=False),
     ] = None,
     store: StoreOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most messages to print.")] = 5,
