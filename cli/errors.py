@@ -32,7 +32,7 @@ def print_error(message: str) -> None:
 DEBUG_KEY = "compact.debug"
 
 
-def usage_line(exc: Any) -> str:
+def usage_line(exc: Any, fallback: str = "compact") -> str:
     """A usage error (bad option value, unknown option, missing argument, ...) as one line.
 
     Click prints three lines (Usage, Try, Error); the README promises one, with the fix.
@@ -41,17 +41,20 @@ def usage_line(exc: Any) -> str:
     message = message.replace("Value error, ", "").rstrip(".")
     message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
     ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else "compact"
+    command = ctx.command_path if ctx is not None else fallback  # click leaves ctx unset for some errors
     return f"{message} (see `{command} --help`)"
 
 
-def _report_usage_error(exc: Any) -> typer.Exit:
-    print_error(usage_line(exc))
+def _report_usage_error(exc: Any, ctx: Any = None) -> typer.Exit:
+    fallback = "compact"
+    if ctx is not None and ctx.invoked_subcommand:
+        fallback = f"{ctx.command_path} {ctx.invoked_subcommand}"
+    print_error(usage_line(exc, fallback))
     return typer.Exit(exc.exit_code or EXIT_USAGE)
 
 
 class ErrorBoundaryGroup(typer.core.TyperGroup):
-    """Maps every CompactError raised under it to one stderr line and its exit code."""
+    """Maps every CompactError and usage error raised under it to one stderr line and its exit code."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
         ctx.meta[DEBUG_KEY] = "--debug" in args
@@ -72,7 +75,7 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         except NoArgsIsHelpError:
             raise
         except UsageError as exc:
-            raise _report_usage_error(exc) from None
+            raise _report_usage_error(exc, ctx) from None
         except CompactError as exc:
             if debug_enabled(ctx):
                 raise
