@@ -163,16 +163,9 @@ def compact_file(
 
 
 def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
-    """A `line:` keep rule past the transcript's last line pins nothing: say so before anything is written."""
-    last = max([m.line for m in messages if m.line is not None] + [s["line"] for s in skipped], default=0)
-    for rule in config.keep_rules():
-        if rule.lines is not None and rule.lines[0] > last:
-            from core.errors import ConfigError
+    from core.config import check_keep_lines
 
-            raise ConfigError(
-                f"keep rule {str(rule)!r} starts past the last line ({last:,})", path=path,
-                fix=f"give lines between 1 and {last:,}",
-            )
+    check_keep_lines(config, [m.line for m in messages] + [s["line"] for s in skipped], path)
 
 
 def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter, choice: Any, *, mode: str,

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from core.config import MemoryConfig, config_from_dict
+from core.config import MemoryConfig, check_keep_lines, config_from_dict
 from core.counting import CountCache, MessageCounter, default_cache_path
 from core.dataset import (
     DATASET,
@@ -338,6 +338,8 @@ def _compact_transcript(
 
     transcript = formats.read(task.input, skip_invalid=task.skip_invalid)  # any format; written back in it
     try:
+        lines = [m.line for m in transcript.messages] + [s["line"] for s in transcript.skipped_lines]
+        check_keep_lines(config, lines, task.input)
         result = compact(transcript.messages, config, counter, encoder=choice, mode=task.mode, repair=task.repair,
                          seams=seams, source=task.input, skipped_lines=transcript.skipped_lines)
         atomic_write_chunks(task.output, formats.write(transcript, result.messages))

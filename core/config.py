@@ -217,6 +217,17 @@ class MemoryConfig:
         return replace(self, max_messages=None, max_tokens=None, max_fraction=None)
 
 
+def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str) -> None:
+    """A `line:` keep rule starting past the transcript's last line pins nothing: an error, before anything runs."""
+    last = max((line for line in lines if line is not None), default=0)
+    for rule in config.keep_rules():
+        if rule.lines is not None and rule.lines[0] > last:
+            raise ConfigError(
+                f"keep rule {str(rule)!r} starts past the last line ({last:,})", path=path,
+                fix=f"give lines between 1 and {last:,}",
+            )
+
+
 _FIELD_NAMES = {f.name for f in fields(MemoryConfig)}
 
 

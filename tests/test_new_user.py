@@ -375,3 +375,17 @@ def test_github_annotations_carry_the_line_of_content_problems() -> None:
         last = path.rsplit(".", 1)[-1].split("[", 1)[0]
         if not path.endswith("]"):
             assert text[line - 1][column - 1 :].startswith(f'"{last}"'), (annotation, text[line - 1])
+
+
+def test_batch_fails_an_input_a_keep_rule_pins_nothing_in(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "short.jsonl").write_bytes((SAMPLES / "short_chat.jsonl").read_bytes())
+    (folder / "long.jsonl").write_bytes(SESSION.read_bytes())
+    result = invoke("batch", str(folder), "--out", str(tmp_path / "out"), "--keep", "line:100", "--jobs", "1",
+                    "--max-tokens", "8000", "--report", "-")
+    assert result.exit_code == 1
+    rows = {Path(r["input"]).name: r for r in json.loads(result.stdout)["rows"]}
+    assert rows["short.jsonl"]["status"] == "failed"
+    assert "keep rule 'line:100' starts past the last line (7)" in rows["short.jsonl"]["error"]
+    assert rows["long.jsonl"]["status"] == "compacted"
