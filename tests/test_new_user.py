@@ -389,3 +389,10 @@ def test_batch_fails_an_input_a_keep_rule_pins_nothing_in(tmp_path: Path) -> Non
     assert rows["short.jsonl"]["status"] == "failed"
     assert "keep rule 'line:100' starts past the last line (7)" in rows["short.jsonl"]["error"]
     assert rows["long.jsonl"]["status"] == "compacted"
+
+
+def test_the_formats_run_help_lists_are_the_registered_ones() -> None:
+    from cli.commands import FORMATS
+    from core import formats
+
+    assert sorted(FORMATS.split(", ")) == sorted(formats.names())
