@@ -46,7 +46,8 @@ DOCS = ["README.md", "sample_transcripts/README.md", "bench/README.md", ".pre-co
 DEAD = [
     "SPEC §",  # the behaviour contract is not shipped with the project
     "GRAPH_README",
-    "the seed's",
+    "the seed's `compress`",  # the design notes' name, which no command has
+    "the seed's example",
     "memory-plugin.txt",
     "summary-buffer.txt",
     "pipx install compact-transcripts",  # not published
