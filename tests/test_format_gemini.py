@@ -237,6 +237,19 @@ def test_a_truncated_saved_chat_is_one_line_error(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"compact: error: {cut}:") and "malformed JSON document" in result.stderr
 
 
+def test_a_pretty_printed_object_of_another_format_is_refused_in_one_line(tmp_path: Path) -> None:
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}, indent=2))
+    trajectory = tmp_path / "run.traj"
+    trajectory.write_text(json.dumps({"environment": "swe", "trajectory": [], "history": []}, indent=2))
+    for path, what in ((conversation, "this file is one pretty-printed JSON object (a conversation-per-line dataset)"),
+                       (trajectory, "this JSON document is not a transcript in any format compact reads")):
+        result = invoke("count", str(path))
+        assert result.exit_code == 2
+        assert result.stderr == result.stderr.splitlines()[0] + "\n"
+        assert result.stderr.startswith(f"compact: error: {path}:1: {what}")
+
+
 # --- conversions --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("source", [STREAM, CHAT], ids=lambda p: p.name)
@@ -257,7 +270,9 @@ def test_conversion_between_the_two_gemini_formats_and_what_it_cannot_carry(tmp_
     written = events(out.stdout)
     assert written[0]["type"] == "init"
     assert_stream_paired(written)
-    assert report["format"]["losses"] == [{"what": "Gemini CLI saved chat records that are not messages", "count": 1}]
+    assert report["format"]["losses"] == [
+        {"what": "Gemini CLI saved chat records that are not messages (info, error, warning)", "count": 1},
+        {"what": "Gemini thought summaries", "count": 2}]
     anthropic = FIXTURES / "anthropic_all_blocks.jsonl"
     _, report = invoke_with_report(str(anthropic), "--unlimited", "--to", "gemini-chat", tmp_path=tmp_path)
     losses = {loss["what"] for loss in report["format"]["losses"]}

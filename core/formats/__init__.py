@@ -13,6 +13,11 @@ line on its own budget. A single ShareGPT conversation line stays the
 ``sharegpt`` format (it is one transcript); a single ``messages`` line is a
 dataset of one, as before.
 
+JSON documents. A file whose first line is a lone ``{`` is one pretty-printed
+object (Gemini CLI's saved chat): it is read as a single "line" whose source
+is the whole file, so an untouched document is written back byte for byte
+(each codec's ``serialise`` decides how its output is laid out).
+
 JSON arrays. A file whose first non-blank byte is ``[`` is parsed whole (a
 pretty-printed ``[{"conversations": ...}, ...]`` as LLaMA-Factory ships its
 data sets, or ``[{"role": ...}, ...]`` chat messages) and read as if each
@@ -301,7 +306,16 @@ def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | Non
                 raw = stream.read()
         document = document_line(raw, name)
         assert document is not None
-        return name, raw, detect([document], name)
+        try:
+            codec = detect([document], name)
+        except InputError as exc:
+            exc.what = exc.what.replace("this line is not a message", "this JSON document is not a transcript")
+            raise
+        if not codec.whole_document:
+            raise InputError(f"this file is one pretty-printed JSON object ({codec.title}); compact reads a "
+                             "Gemini CLI saved chat that way, and every other format as JSONL", path=name,
+                             line=document.number, fix="write it one JSON object per line, e.g. with jq -c")
+        return name, raw, codec
     converted = _array_as_lines(path, name, raw, head)
     if converted is not None:
         raw = head = converted
@@ -340,7 +354,7 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     skipped: list[dict[str, Any]] = []
     if codec.name == DATASET:  # core.dataset compacts each line's conversation and checks the lines itself
         return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
-    document = document_line(raw, name)
+    document = document_line(raw, name) if codec.whole_document else None
     with _collector_paused():
         lines = [document] if document else split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
     if codec.name == SHAREGPT and _conversation_count(lines) > 1:  # beyond the sample, or --from sharegpt
@@ -405,8 +419,8 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     before the transcript is written.
     """
     losses = Losses()
-    what, dropped = get(decoded.format).unread(decoded)
-    if dropped:
-        losses.add(what, dropped)
+    for what, dropped in get(decoded.format).unread(decoded):
+        if dropped:
+            losses.add(what, dropped)
     items = list(get(target).render(result, losses))
     return items, losses.as_list()

@@ -156,6 +156,7 @@ class Codec:
 
     name: ClassVar[str]
     title: ClassVar[str]  # for messages: "Claude Code session log"
+    whole_document: ClassVar[bool] = False  # read as one pretty-printed JSON object, not as JSONL
 
     def accepts(self, data: dict[str, Any]) -> bool:
         """Could this line belong to a file in this format?"""
@@ -185,11 +186,11 @@ class Codec:
         """
         return self.accepts(data)
 
-    def unread(self, decoded: Decoded) -> tuple[str, int]:
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
         """What of ``decoded`` holds no message (a conversion to another format cannot carry it), and how many."""
         message_lines = {n for m in decoded.messages for n in m.extra.get("origin", ())}
         count = sum(1 for line in decoded.lines if line.data is not None and line.number not in message_lines)
-        return f"{self.title} lines that are not messages", count
+        return [(f"{self.title} lines that are not messages", count)]
 
     def serialise(self, items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:
         """The bytes of :meth:`encode`'s output: one JSON object per line (a one-document format overrides it)."""

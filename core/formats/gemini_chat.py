@@ -256,6 +256,7 @@ def render_records(messages: Sequence[Message], losses: Losses, stamp: Any) -> l
 class GeminiChat(Codec):
     name = "gemini-chat"
     title = "Gemini CLI saved chat"
+    whole_document = True
 
     def accepts(self, data: dict[str, Any]) -> bool:
         messages = data.get("messages")
@@ -324,11 +325,13 @@ class GeminiChat(Codec):
                     "messages": render_records(messages, losses, stamp)}
         yield document_bytes(document)
 
-    def unread(self, decoded: Decoded) -> tuple[str, int]:
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
         document = next((line.data for line in decoded.lines if line.data is not None), None) or {}
-        records = document.get("messages") if isinstance(document.get("messages"), list) else []
-        other = sum(1 for r in records if not (isinstance(r, dict) and r.get("type") in MESSAGE_TYPES))
-        return f"{self.title} records that are not messages", other
+        records = [r for r in document.get("messages") or () if isinstance(r, dict)]
+        other = sum(1 for r in records if r.get("type") not in MESSAGE_TYPES)
+        thoughts = sum(len(r["thoughts"]) for r in records if isinstance(r.get("thoughts"), list))
+        return [(f"{self.title} records that are not messages (info, error, warning)", other),
+                ("Gemini thought summaries", thoughts)]
 
     def serialise(self, items: Iterable[Any]) -> Iterator[bytes]:
         """One document, not lines: written as it is (no newline added)."""
