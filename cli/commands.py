@@ -43,7 +43,7 @@ SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model",
 ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", help="NAME of the environment variable holding the API key (default OPENAI_API_KEY); the key is never printed.")]
 SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", help="File whose text replaces the summary system prompt.")]
 QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask the model once more when its summary misses the trailer, a required kind or an identifier (default on).")]
-FromOpt = Annotated[Optional[str], typer.Option("--from", help="Read FILE as this format instead of detecting it: openai, anthropic, claude-code, responses, codex, pi, sharegpt.")]
+FromOpt = Annotated[Optional[str], typer.Option("--from", help="Read FILE as this format instead of detecting it: openai, anthropic, claude-code, responses, codex, pi, gemini-stream, gemini-chat, sharegpt, dataset.")]
 KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", help="Pin more messages: role:NAME, tool:NAME, match:REGEX, line:N or line:A-B. Repeatable.")]
 
 

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core import formats
 from core.messages import is_summary
 from tests.helpers import check_bad_line, invoke, invoke_with_report
+from tests.test_properties import transcripts
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 STREAM = FIXTURES / "gemini_stream.jsonl"  # hand-made headless run: parallel calls, an error result, chunks, an error event
@@ -296,3 +299,47 @@ def test_a_file_most_of_whose_lines_no_format_defines_is_refused(tmp_path: Path)
     assert "--from FORMAT" in result.stderr
     forced = invoke("count", str(log), "--from", "responses", "--format", "json")
     assert forced.exit_code == 0, forced.output  # --from still reads it, as asked
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+def _comparable(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The conversation as the Gemini logs carry it: results of parallel calls in the order of the calls."""
+    out: list[tuple[Any, ...]] = []
+    order: dict[str, int] = {}
+    for data in messages:
+        calls = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                 for c in data.get("tool_calls", [])]
+        order.update((call[0], i) for i, call in enumerate(calls))
+        out.append((data["role"], data.get("content"), calls, data.get("tool_call_id")))
+    runs: list[list[tuple[Any, ...]]] = []
+    for item in out:
+        if runs and item[0] == "tool" and runs[-1][0][0] == "tool":
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return [item for run in runs for item in sorted(run, key=lambda i: order.get(i[3], 0) if i[0] == "tool" else 0)]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=transcripts(), budget=st.integers(200, 6000), target=st.sampled_from(["gemini-stream", "gemini-chat"]))
+def test_any_conversation_written_as_a_gemini_log_reads_back_and_compacts_paired(
+        messages: list[dict[str, Any]], budget: int, target: str, tmp_path: Path) -> None:
+    messages = [m for m in messages if m["role"] != "system"]  # Gemini logs have no system prompt
+    source = tmp_path / "chat.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    converted = tmp_path / ("session.json" if target == "gemini-chat" else "run.jsonl")
+    out, report = invoke_with_report(str(source), "--unlimited", "--to", target, "-o", str(converted), tmp_path=tmp_path)
+    back = [m.data for m in formats.read(str(converted)).messages]
+    joined = {"what": "assistant messages in a row (a stream reads them back as one reply)", "count": 1}
+    if not any(loss["what"] == joined["what"] for loss in report["format"]["losses"]):
+        assert _comparable(back) == _comparable(messages)
+    compacted = tmp_path / ("compacted.json" if target == "gemini-chat" else "compacted.jsonl")
+    invoke_with_report(str(converted), "--max-tokens", str(budget), "-o", str(compacted), tmp_path=tmp_path)
+    again = formats.read(str(compacted))
+    assert again.format == target
+    calls = {c["id"] for m in again.messages for c in m.data.get("tool_calls", [])}
+    results = {m.data["tool_call_id"] for m in again.messages if m.data["role"] == "tool"}
+    assert calls == results
+    last_user = [m["content"] for m in messages if m["role"] == "user"][-1]
+    assert last_user in [m.data.get("content") for m in again.messages]

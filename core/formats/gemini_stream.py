@@ -133,12 +133,11 @@ class _Reader:
     def add(self, line: Line, data: dict[str, Any]) -> None:
         kind = data.get("type")
         if kind == "message" and data.get("role") == "assistant":
-            self._in_reply(line).setdefault("chunks", []).append(data["content"])
-            self._reply["layout"][line.number] = ("text",)  # type: ignore[index]
+            reply = self._in_reply(line, ("text",))
+            reply["chunks"].append(data["content"])
         elif kind == "tool_use":
-            reply = self._in_reply(line)
-            reply.setdefault("calls", []).append(call_of(data["tool_id"], data.get("tool_name"), data.get("parameters")))
-            reply["layout"][line.number] = ("call", data["tool_id"])
+            reply = self._in_reply(line, ("call", data["tool_id"]))
+            reply["calls"].append(call_of(data["tool_id"], data.get("tool_name"), data.get("parameters")))
         elif kind == "message":
             self.flush()
             text = data["content"]
@@ -150,19 +149,21 @@ class _Reader:
         else:
             self.flush()  # init, result, error: not part of the conversation
 
-    def _in_reply(self, line: Line) -> dict[str, Any]:
+    def _in_reply(self, line: Line, slot: tuple[str, ...]) -> dict[str, Any]:
+        """The reply being read (a new one if none is), with ``line`` added to it as ``slot``."""
         if self._reply is None:
-            self._reply = {"lines": [], "layout": {}}
+            self._reply = {"lines": [], "layout": {}, "chunks": [], "calls": []}
         self._reply["lines"].append(line.number)
+        self._reply["layout"][line.number] = slot
         return self._reply
 
     def flush(self) -> None:
         reply, self._reply = self._reply, None
         if reply is None:
             return
-        text = "".join(reply.get("chunks", ()))
+        text = "".join(reply["chunks"])
         data: dict[str, Any] = {"role": "assistant", "content": text}
-        if reply.get("calls"):
+        if reply["calls"]:
             data = {"role": "assistant", "content": text or None, "tool_calls": reply["calls"]}
         self.messages.append(origin_message(data, reply["lines"], layout=reply["layout"]))
 
@@ -244,9 +245,19 @@ class GeminiStream(Codec):
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         stamp = now_stamp()
         yield {"type": "init", "timestamp": stamp, "session_id": str(uuid.uuid4()), "model": ""}
+        in_reply = False  # was the last event written part of a model reply?
         for message in messages:
-            for data in render_message(message, losses):
+            events = render_message(message, losses)
+            if events and in_reply and _of_reply(events[0]):
+                losses.add("assistant messages in a row (a stream reads them back as one reply)")
+            for data in events:
                 yield {"type": data["type"], "timestamp": stamp, **{k: v for k, v in data.items() if k != "type"}}
+            if events:
+                in_reply = _of_reply(events[-1])
+
+
+def _of_reply(event: dict[str, Any]) -> bool:
+    return event["type"] == "tool_use" or event["type"] == "message" and event.get("role") == "assistant"
 
 
 def render_message(message: Message, losses: Losses) -> list[dict[str, Any]]:
