@@ -1,6 +1,6 @@
 """Codex CLI rollout (``~/.codex/sessions/.../rollout-*.jsonl``), in either of its two layouts.
 
-The envelope layout (Codex 0.4x on): every line ``{timestamp, type, payload}``.
+The envelope layout (current Codex, 0.47 in the real sample): every line ``{timestamp, type, payload}``.
 
 * ``response_item`` lines hold Responses items, read exactly as
   :mod:`core.formats.responses` reads them (calls pair by ``call_id``,
