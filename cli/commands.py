@@ -23,7 +23,7 @@ Exit codes: 0 done; 1 --check-for found what the provider would reject;
 The README documents every option at length.
 """
 
-FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, sharegpt"  # = core.formats.names()
+FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, gemini-stream, gemini-chat, sharegpt"  # = core.formats.names()
 
 # -- options shared by run, count and config show ---------------------------------
 

@@ -13,10 +13,21 @@ from tests.helpers import invoke
 EXPECTED = {
     "claude-code": "claude-code",
     "codex-cli": "codex",
+    "codex-cli-2025-layout": "codex",
+    "gemini-cli": "gemini-stream",
     "openai-chat": "openai",
     "sharegpt": "sharegpt",
 }
 DATASETS = {"tau-bench-airline-trajectories.jsonl": "dataset", "glaive_toolcall_en_demo.json": "dataset"}
+ARRAYS = {"glaive_toolcall_en_demo.json"}  # JSON arrays: written back as JSONL, element by element
+
+
+def expected_format(path: Path) -> str:
+    if path.name in DATASETS:
+        return DATASETS[path.name]
+    if path.parent.name == "gemini-cli" and path.suffix == ".json":
+        return "gemini-chat"  # one JSON document per session; the .jsonl files are stream-json logs
+    return EXPECTED[path.parent.name]
 
 
 def unlinked(entry: dict) -> dict:
@@ -29,17 +40,17 @@ def real_files(realdata: Path) -> list[Path]:
 
 def test_every_real_file_is_detected_and_comes_back_unchanged(realdata: Path, tmp_path: Path) -> None:
     files = real_files(realdata)
-    assert len(files) >= 9
+    assert len(files) >= 16
     for path in files:
         out = invoke(str(path), "--unlimited", "-o", str(tmp_path / "out"), "--report", str(tmp_path / "r.json"))
         assert out.exit_code == 0, f"{path.name}: {out.output}"
-        if path.suffix == ".json":  # a JSON array comes back as JSONL: the same values, element by element
+        if path.name in ARRAYS:  # a JSON array comes back as JSONL: the same values, element by element
             written = [json.loads(line) for line in (tmp_path / "out").read_text().splitlines()]
             assert written == json.loads(path.read_text()), path.name
         else:
             assert (tmp_path / "out").read_bytes() == path.read_bytes(), path.name
         report = json.loads((tmp_path / "r.json").read_text())
-        expected = DATASETS.get(path.name, EXPECTED[path.parent.name])
+        expected = expected_format(path)
         detected = report.get("format", {}).get("input", "dataset" if report.get("kind") == "dataset" else None)
         assert detected == expected, path.name
 
@@ -67,7 +78,7 @@ def test_batch_compacts_a_folder_of_claude_code_sessions_in_their_format(realdat
     assert report["totals"]["tokens_after"] < report["totals"]["tokens_before"]
 
 
-TARGETS = ("openai", "anthropic", "responses", "claude-code", "codex", "pi")
+TARGETS = ("openai", "anthropic", "responses", "claude-code", "codex", "pi", "gemini-stream", "gemini-chat")
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -13,6 +13,11 @@ line on its own budget. A single ShareGPT conversation line stays the
 ``sharegpt`` format (it is one transcript); a single ``messages`` line is a
 dataset of one, as before.
 
+JSON documents. A file whose first line is a lone ``{`` is one pretty-printed
+object (Gemini CLI's saved chat): it is read as a single "line" whose source
+is the whole file, so an untouched document is written back byte for byte
+(each codec's ``serialise`` decides how its output is laid out).
+
 JSON arrays. A file whose first non-blank byte is ``[`` is parsed whole (a
 pretty-printed ``[{"conversations": ...}, ...]`` as LLaMA-Factory ships its
 data sets, or ``[{"role": ...}, ...]`` chat messages) and read as if each
@@ -63,6 +68,8 @@ def _codecs() -> dict[str, Codec]:
         claude_code,
         codex,
         dataset,
+        gemini_chat,
+        gemini_stream,
         openai_chat,
         pi,
         responses,
@@ -70,7 +77,8 @@ def _codecs() -> dict[str, Codec]:
     )
 
     found: dict[str, Codec] = {}
-    for module in (claude_code, codex, pi, responses, anthropic, sharegpt, dataset, openai_chat):
+    modules = (claude_code, codex, pi, gemini_stream, gemini_chat, responses, anthropic, sharegpt, dataset, openai_chat)
+    for module in modules:
         codec = module.CODEC
         found[codec.name] = codec
     return found
@@ -139,9 +147,26 @@ def search(lines: Sequence[Line], path: str) -> Codec:
         if codec.name in shown:
             if codec.name == SHAREGPT and _conversation_count(lines) > 1:
                 return get(DATASET)  # several ShareGPT conversations: each compacted on its own budget
-            return codec
+            return _mostly_known(codec, lines, path)
     plain = [c for c in candidates if c.name == OPENAI]  # plain chat fits several formats: read it as the canonical one
-    return plain[0] if plain else candidates[0]
+    return _mostly_known(plain[0] if plain else candidates[0], lines, path)
+
+
+def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
+    """``codec``, unless most sampled lines are ones it would only pass through unread (some other log)."""
+    sampled = [line.data for line in lines if line.data is not None]
+    known = sum(1 for data in sampled if codec.knows(data))
+    if known * 2 >= len(sampled):
+        return codec
+    raise InputError(
+        f"this file is in no format compact reads: only {known} of its first {len(sampled)} lines fit "
+        f"{codec.title}, and the others would be passed through unread",
+        path=path, fix=f"compact reads {known_formats()}; --from FORMAT forces one",
+    )
+
+
+def known_formats() -> str:
+    return ", ".join(f"{c.title} ({c.name})" for c in codecs().values())
 
 
 def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: dict[str, int]) -> InputError:
@@ -155,7 +180,7 @@ def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: di
     return InputError(
         "this line is not a message in any format compact reads",
         path=path, line=line.number,
-        fix=f"expected one of: {', '.join(c.title for c in codecs().values())}; --from FORMAT forces one",
+        fix=f"expected one of: {known_formats()}; --from FORMAT forces one",
     )
 
 
@@ -211,6 +236,29 @@ def array_lines(elements: Any, name: str) -> bytes:
         raise InputError(f"cannot read this JSON array: {exc}", path=name) from None
 
 
+def _is_document(probe: bytes) -> bool:
+    """Does the input start with a lone ``{`` line: one pretty-printed JSON object (a Gemini CLI saved chat)?"""
+    return probe.removeprefix(_UTF8_BOM).lstrip().split(b"\n", 1)[0].strip() == b"{"
+
+
+def document_line(raw: bytes, name: str) -> Line | None:
+    """A pretty-printed JSON object file as one line holding the whole document, or None when the input is JSONL.
+
+    Its source is every byte of the file, so an untouched document is written back as it was.
+    """
+    if not _is_document(raw[:4096]):
+        return None
+    body = raw.removeprefix(_UTF8_BOM)
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON document: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
+                         column=exc.colno, fix="a file whose first line is a lone { must be one complete JSON object"
+                         ) from None
+    number = 1 + body[: len(body) - len(body.lstrip())].count(b"\n")
+    return Line(number, data, raw)
+
+
 def _head(path: str, raw: bytes | None) -> bytes:
     if raw is not None:
         return raw[:SAMPLE_BYTES]
@@ -252,6 +300,22 @@ def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | Non
     """(display name, buffered input or None, detected codec) without reading a regular file whole."""
     name, raw = _raw_input(path, stdin)
     head = _head(path, raw)
+    if _is_document(head[:4096]):
+        if raw is None:
+            with open(path, "rb") as stream:
+                raw = stream.read()
+        document = document_line(raw, name)
+        assert document is not None
+        try:
+            codec = detect([document], name)
+        except InputError as exc:
+            exc.what = exc.what.replace("this line is not a message", "this JSON document is not a transcript")
+            raise
+        if not codec.whole_document:
+            raise InputError(f"this file is one pretty-printed JSON object ({codec.title}); compact reads a "
+                             "Gemini CLI saved chat that way, and every other format as JSONL", path=name,
+                             line=document.number, fix="write it one JSON object per line, e.g. with jq -c")
+        return name, raw, codec
     converted = _array_as_lines(path, name, raw, head)
     if converted is not None:
         raw = head = converted
@@ -290,8 +354,9 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     skipped: list[dict[str, Any]] = []
     if codec.name == DATASET:  # core.dataset compacts each line's conversation and checks the lines itself
         return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
+    document = document_line(raw, name) if codec.whole_document else None
     with _collector_paused():
-        lines = split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
+        lines = [document] if document else split_lines(raw, skip_invalid=skip_invalid, path=name, skipped=skipped)
     if codec.name == SHAREGPT and _conversation_count(lines) > 1:  # beyond the sample, or --from sharegpt
         return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
     if not lines:
@@ -343,7 +408,8 @@ def read_one(path: str, *, stdin: BinaryIO | None = None, command: str = "this c
 
 def write(decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
     """The output bytes: ``result`` written back in the input's format."""
-    return serialise_lines(get(decoded.format).encode(decoded, result))
+    codec = get(decoded.format)
+    return codec.serialise(codec.encode(decoded, result))
 
 
 def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -353,9 +419,8 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     before the transcript is written.
     """
     losses = Losses()
-    message_lines = {n for m in decoded.messages for n in m.extra.get("origin", ())}
-    dropped = sum(1 for line in decoded.lines if line.data is not None and line.number not in message_lines)
-    if dropped:
-        losses.add(f"{get(decoded.format).title} lines that are not messages", dropped)
+    for what, dropped in get(decoded.format).unread(decoded):
+        if dropped:
+            losses.add(what, dropped)
     items = list(get(target).render(result, losses))
     return items, losses.as_list()

@@ -156,6 +156,7 @@ class Codec:
 
     name: ClassVar[str]
     title: ClassVar[str]  # for messages: "Claude Code session log"
+    whole_document: ClassVar[bool] = False  # read as one pretty-printed JSON object, not as JSONL
 
     def accepts(self, data: dict[str, Any]) -> bool:
         """Could this line belong to a file in this format?"""
@@ -176,6 +177,24 @@ class Codec:
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         """Canonical messages written fresh in this format (``--to``); what it cannot carry goes in ``losses``."""
         raise NotImplementedError
+
+    def knows(self, data: dict[str, Any]) -> bool:
+        """Is this line something the format defines (not merely a line it would pass through unread)?
+
+        Detection refuses a file most of whose lines a format only tolerates:
+        such a file is some other log, and reading it would count a fraction of it.
+        """
+        return self.accepts(data)
+
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
+        """What of ``decoded`` holds no message (a conversion to another format cannot carry it), and how many."""
+        message_lines = {n for m in decoded.messages for n in m.extra.get("origin", ())}
+        count = sum(1 for line in decoded.lines if line.data is not None and line.number not in message_lines)
+        return [(f"{self.title} lines that are not messages", count)]
+
+    def serialise(self, items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:
+        """The bytes of :meth:`encode`'s output: one JSON object per line (a one-document format overrides it)."""
+        return serialise_lines(items)
 
 
 class Losses:

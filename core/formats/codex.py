@@ -1,4 +1,6 @@
-"""Codex CLI rollout (``~/.codex/sessions/.../rollout-*.jsonl``): ``{timestamp, type, payload}`` lines.
+"""Codex CLI rollout (``~/.codex/sessions/.../rollout-*.jsonl``), in either of its two layouts.
+
+The envelope layout (current Codex, 0.47 in the real sample): every line ``{timestamp, type, payload}``.
 
 * ``response_item`` lines hold Responses items, read exactly as
   :mod:`core.formats.responses` reads them (calls pair by ``call_id``,
@@ -21,6 +23,13 @@
 
 A message compact adds is a ``response_item`` line (a ``message`` item of
 role ``system``) with the timestamp of the line it is placed before.
+
+The 2025 layout (rollouts written before the envelope): a header line
+``{id, timestamp, instructions, git?}`` without ``type``, ``{"record_type":
+"state"}`` marker lines, and bare Responses items (no timestamp of their own)
+read exactly as the envelope's ``response_item`` payloads. The header and the
+state lines pass through in place; a message compact adds is a bare
+``message`` item. A file holds one layout: a line of the other is an error.
 """
 
 from __future__ import annotations
@@ -45,11 +54,25 @@ from core.formats.base import (
     origin_message,
     plan,
 )
-from core.formats.responses import ItemReader, accepts_item, rebuilt_items, render_items
+from core.formats.responses import ItemReader, accepts_item, knows_item, rebuilt_items, render_items
 from core.messages import Message, tool_calls
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 HARNESS_PREFIXES = ("# AGENTS.md instructions for", "<environment_context>", "<user_instructions>", "<INSTRUCTIONS>")
+
+
+def is_legacy_header(data: dict[str, Any]) -> bool:
+    """The first line of a 2025-layout rollout: ``{id, timestamp, instructions, git?}``, no ``type``."""
+    return "id" in data and "timestamp" in data and not any(k in data for k in ("type", "payload", "role", "record_type"))
+
+
+def is_legacy_marker(data: dict[str, Any]) -> bool:
+    """A 2025-layout line that is not an item: the header or a ``{"record_type": ...}`` state marker."""
+    return isinstance(data.get("record_type"), str) and "type" not in data or is_legacy_header(data)
+
+
+def is_envelope(data: dict[str, Any]) -> bool:
+    return isinstance(data.get("type"), str) and isinstance(data.get("payload"), dict)
 
 
 def is_harness(parts: list[Any]) -> bool:
@@ -131,23 +154,31 @@ class Codex(Codec):
     title = "Codex CLI rollout"
 
     def accepts(self, data: dict[str, Any]) -> bool:
-        kind = data.get("type")
-        if not isinstance(kind, str) or not isinstance(data.get("payload"), dict):
-            return False
-        return kind != "response_item" or "type" in data["payload"] or accepts_item(data["payload"])
+        if not is_envelope(data):
+            return is_legacy_marker(data) or accepts_item(data)  # the 2025 layout
+        return data["type"] != "response_item" or "type" in data["payload"] or accepts_item(data["payload"])
 
     def evidence(self, data: dict[str, Any]) -> bool:
-        return data.get("type") in LINE_TYPES and isinstance(data.get("payload"), dict)
+        return data.get("type") in LINE_TYPES and isinstance(data.get("payload"), dict) or is_legacy_marker(data)
+
+    def knows(self, data: dict[str, Any]) -> bool:
+        if is_envelope(data):
+            return data["type"] in LINE_TYPES
+        return is_legacy_marker(data) or knows_item(data)
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
+        if _legacy(lines):
+            return _decode_legacy(lines, path)
         reader = ItemReader(path, harness=is_harness)
         events: list[tuple[int, tuple[str, str]]] = []
         for line in lines:
             data = line.data
             if data is None:
                 continue
-            if not isinstance(data.get("type"), str) or not isinstance(data.get("payload"), dict):
-                raise line_error(path, line, "a Codex rollout line needs a type and a payload object",
+            if not is_envelope(data):
+                what = ("this line is a bare item of the 2025 rollout layout, but the file is in the envelope layout"
+                        if is_legacy_marker(data) or accepts_item(data) else "a Codex rollout line needs a type and a payload object")
+                raise line_error(path, line, what,
                                  fix="fix or remove the line, or pass --from to read the file as another format")
             kind, payload = data["type"], data["payload"]
             if kind == "response_item":
@@ -165,6 +196,9 @@ class Codex(Codec):
         return messages
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+        if _legacy(decoded.lines):
+            yield from _encode_legacy(decoded, result)
+            return
         steps = list(plan(decoded, result))
         for position, step in enumerate(steps):
             if isinstance(step, Keep):
@@ -187,6 +221,44 @@ class Codex(Codec):
         for message in messages:
             for item in render_items(message.data, losses):
                 yield {"timestamp": stamp, "type": "response_item", "payload": item}
+
+
+# --- the 2025 layout -----------------------------------------------------------------------------
+
+def _legacy(lines: Sequence[Line]) -> bool:
+    """Is the file in the 2025 layout (its first readable line not an envelope)?"""
+    first = next((line.data for line in lines if line.data is not None), None)
+    return first is not None and not is_envelope(first)
+
+
+def _decode_legacy(lines: list[Line], path: str) -> list[Message]:
+    reader = ItemReader(path, harness=is_harness)
+    for line in lines:
+        data = line.data
+        if data is None or is_legacy_marker(data):
+            continue
+        if is_envelope(data):
+            raise line_error(path, line, "this line is a Codex CLI rollout line (envelope layout) but the lines before "
+                             "it are bare Responses items (or the 2025 rollout layout); a file holds one format",
+                             fix="split the file, or pass --from FORMAT to read it as one format")
+        if not accepts_item(data):
+            raise line_error(path, line, "this line is neither a Responses item nor a 2025 rollout header or state line",
+                             fix="fix or remove the line, or --skip-invalid to keep it as it is")
+        reader.add(line, data)
+    return reader.finish()
+
+
+def _encode_legacy(decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+    for step in plan(decoded, result):
+        if isinstance(step, Keep):
+            yield step.line.to_bytes()
+        elif isinstance(step, Insert):
+            yield from render_items(step.message.data, Losses())
+        elif isinstance(step, Rebuild):
+            assert step.line.data is not None
+            for before, after in step.pieces:
+                items = rebuilt_items(step.line.number, step.line.data, before, after)
+                yield from [step.line.to_bytes()] if items is None else items
 
 
 def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:

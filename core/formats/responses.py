@@ -94,6 +94,17 @@ def accepts_item(data: dict[str, Any]) -> bool:
     return isinstance(kind, str) and _ITEM_TYPE.match(kind) is not None
 
 
+# Item types of the Responses API that are neither messages nor calls: known, passed through unread.
+KNOWN_OTHER_ITEMS = frozenset({
+    "item_reference", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response", "compaction",
+})
+
+
+def knows_item(data: dict[str, Any]) -> bool:
+    """Is this line a Responses item the API defines (and not merely one with a plausible ``type``)?"""
+    return accepts_item(data) and (item_kind(data) != OTHER or data.get("type") in KNOWN_OTHER_ITEMS)
+
+
 def shows_item(data: dict[str, Any]) -> bool:
     """Does this line show the file holds Responses items (a typed message, a call, an output, reasoning)?"""
     if not accepts_item(data) or "type" not in data:
@@ -419,6 +430,9 @@ class Responses(Codec):
 
     def evidence(self, data: dict[str, Any]) -> bool:
         return shows_item(data)
+
+    def knows(self, data: dict[str, Any]) -> bool:
+        return knows_item(data)
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         reader = ItemReader(path)
