@@ -40,8 +40,9 @@ FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", he
 WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
 TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
 StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
+PresetOpt = Annotated[Optional[str], typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones) [default].")]
 StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
-SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", metavar="extractive|openai", help="Enables summarize.")]
+SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed [extractive].")]
 SummarizerUrlOpt = Annotated[Optional[str], typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
 SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
 ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
@@ -72,6 +73,7 @@ def build_config(
     offload_turns: int | None = None,
     strategy: list[str] | None = None,
     keep: list[str] | None = None,
+    preset: str | None = None,
     **seam_options: Any,
 ) -> Any:
     from core.config import MemoryConfig, StrategySpec, load_config
@@ -92,6 +94,7 @@ def build_config(
         offload_turns=offload_turns,
         strategies=strategies,
         keep=tuple([*base.keep, *keep]) if keep else None,
+        preset=preset,
         **seam_options,
     )
     _warn_unknown_model(settings)
@@ -141,6 +144,7 @@ def run(
     warn_fraction: WarnOpt = None,
     offload_turns: TurnsOpt = None,
     strategy: StrategyOpt = None,
+    preset: PresetOpt = None,
     keep: KeepOpt = None,
     source_format: FromOpt = None,
     target_format: Annotated[Optional[str], typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")] = None,
@@ -218,6 +222,7 @@ def run(
         offload_turns=offload_turns,
         strategy=strategy,
         keep=keep,
+        preset=preset,
         store=store,
         summarizer=summarizer,
         summarizer_url=summarizer_url,
@@ -457,6 +462,7 @@ def config_show(
     warn_fraction: WarnOpt = None,
     offload_turns: TurnsOpt = None,
     strategy: StrategyOpt = None,
+    preset: PresetOpt = None,
     keep: KeepOpt = None,
 ) -> None:
     import orjson
@@ -464,7 +470,7 @@ def config_show(
     settings = build_config(
         config, max_tokens=max_tokens, max_messages=max_messages, max_fraction=max_fraction,
         context_window=context_window, model=model, encoder=encoder, warn_fraction=warn_fraction,
-        offload_turns=offload_turns, strategy=strategy, keep=keep,
+        offload_turns=offload_turns, strategy=strategy, keep=keep, preset=preset,
     )
     effective = settings.effective_dict()
     window, resolved = settings.window()

@@ -107,7 +107,7 @@ def compact_file(
         and graph_step is None
         and path != "-"
         and os.path.isfile(path)  # a pipe would be used up by hashing it
-        and not (config.store or config.summarizer)
+        and not (config.store or config.summarizer_in_use == "openai")
     ):
         memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid,
                             formats=(source_format, target_format))
@@ -140,6 +140,7 @@ def compact_file(
             graph_step=graph_step,
             source=transcript.path,
             skipped_lines=transcript.skipped_lines,
+            turn_boundary=bool({transcript.format, target_format} & formats.USER_FIRST),
         )
         target = target_format or transcript.format
         losses: list[dict[str, Any]] = []

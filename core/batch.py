@@ -283,7 +283,7 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
     os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
     counter, choice = _message_counter(config, task.use_cache)
     seams = Seams()
-    if task.mode != UNLIMITED and (config.store or config.summarizer):
+    if task.mode != UNLIMITED and (config.store or config.summarizer_in_use):
         from core.api import open_seams
 
         seams = open_seams(config)

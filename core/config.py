@@ -98,8 +98,37 @@ def _coerce(kind: type, value: str) -> Any:
     return kind(value)
 
 
-def default_strategies() -> list[StrategySpec]:
-    return [StrategySpec(name) for name in strategies.NAMES]
+PRESETS = ("default", "seed")
+SUMMARIZERS = ("extractive", "openai", "none")
+
+# The default list, chosen by bench/quality.py: cheap lossless rewrites first, then old tool
+# output, then the oldest span summarized, then whatever still has to go, newest kept.
+DEFAULT_LIST = (
+    "deduplicate_file_reads",
+    "clamp_oversized_messages",
+    "clear_tool_results",
+    "summarize",
+    "sliding_window",
+    "drop_observations",
+    "drop_turns",
+)
+# The seed's list and parameters, unchanged (memory-plugin.txt, "Default strategies").
+SEED_LIST = (
+    ("offload", {"turns": 10}),
+    ("summarize", {"turns": 10}),
+    ("deduplicate_file_reads", {"tool_name": "read_file"}),
+    ("clear_tool_results", {"keep_pairs": 3, "keep_recent": 0.0}),
+    ("clamp_oversized_messages", {"max_part_tokens": 4096}),
+    ("sliding_window", {"keep_messages": 40}),
+    ("drop_observations", {}),
+    ("drop_turns", {}),
+)
+
+
+def default_strategies(preset: str = "default") -> list[StrategySpec]:
+    if preset == "seed":
+        return [StrategySpec(name, dict(params)) for name, params in SEED_LIST]
+    return [StrategySpec(name) for name in DEFAULT_LIST]
 
 
 @dataclass(frozen=True)
@@ -130,9 +159,15 @@ class MemoryConfig:
     summary_prompt_file: str | None = None
     quality_retry: bool = True
     require_preserved_kinds: tuple[str, ...] = ("decision", "rationale")
-    strategies: tuple[StrategySpec, ...] = field(default_factory=lambda: tuple(default_strategies()))
+    preset: str = "default"
+    # None: the preset's list.
+    strategies: tuple[StrategySpec, ...] | None = None
 
     def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ConfigError(f"unknown preset {self.preset!r}", fix=f"use one of {', '.join(PRESETS)}")
+        if self.strategies is None:
+            object.__setattr__(self, "strategies", tuple(default_strategies(self.preset)))
         if self.max_tokens is not None and self.max_fraction is not None:
             raise ConfigError(
                 "max_tokens and max_fraction are both set; they are mutually exclusive",
@@ -146,8 +181,8 @@ class MemoryConfig:
                     f"keep rule {rule!r} is an empty line range",
                     fix=f"give line:A-B with 1 <= A <= B, e.g. line:{max(low, 1)}-{max(high, 1)}",
                 )
-        if self.summarizer not in (None, "extractive", "openai"):
-            raise ConfigError(f"unknown summarizer {self.summarizer!r}", fix="use extractive or openai")
+        if self.summarizer not in (None, *SUMMARIZERS):
+            raise ConfigError(f"unknown summarizer {self.summarizer!r}", fix="use extractive, openai or none")
         if self.summarizer == "openai" and not (self.summarizer_url and self.summarizer_model):
             raise ConfigError(
                 "the openai summarizer needs a server and a model",
@@ -173,6 +208,20 @@ class MemoryConfig:
             return self.encoder
         model = lookup_model(self.model) if self.model else None
         return model.encoding if model else DEFAULT_ENCODING
+
+    @property
+    def summarizer_in_use(self) -> str | None:
+        """The summarizer a run uses: the one asked for, else the preset's (extractive; the seed has none)."""
+        if self.summarizer == "none":
+            return None
+        if self.summarizer is None:
+            return None if self.preset == "seed" else "extractive"
+        return self.summarizer
+
+    @property
+    def seed_semantics(self) -> bool:
+        """The seed preset: no task pin, no trace of removals, no turn-boundary rule."""
+        return self.preset == "seed"
 
     @property
     def encoder_implied(self) -> bool:
@@ -211,6 +260,8 @@ class MemoryConfig:
             given["max_fraction"] = None
         elif "max_fraction" in given:
             given["max_tokens"] = None
+        if "preset" in given and "strategies" not in given and self.strategies == tuple(default_strategies(self.preset)):
+            given["strategies"] = None  # a new preset brings its own list, unless one was configured
         return replace(self, **given)
 
     def unlimited(self) -> MemoryConfig:

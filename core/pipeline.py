@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core import strategies
-from core.budget import Budget
+from core.budget import FRACTION, TOKENS, Budget
 from core.config import MemoryConfig
 from core.counting import MessageCounter
-from core.messages import Message, has_text, starts_with_marker
+from core.messages import SYSTEM_ROLES, Message, has_text, is_summary, is_user_message, starts_with_marker
 from core.report import build_report
 from core.seams import Seams
 from core.structure import kept_lines
@@ -67,8 +67,13 @@ def compact(
     graph_step: GraphStep | None = None,
     source: str = "<stdin>",
     skipped_lines: Sequence[dict[str, Any]] = (),
+    turn_boundary: bool = False,
 ) -> CompactionResult:
-    """Compact ``messages`` as ``config`` says; pure apart from the counter's cache."""
+    """Compact ``messages`` as ``config`` says; pure apart from the counter's cache.
+
+    ``turn_boundary``: the provider needs the kept window to open with a user message (Anthropic,
+    Claude Code); the default preset keeps that rule for every format.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seams = seams or Seams()
@@ -94,6 +99,8 @@ def compact(
         offload_turns=config.offload_turns,
         seams=seams,
         source=source,
+        task_pin_tokens=None if config.seed_semantics else _task_pin_tokens(budget),
+        trace=not config.seed_semantics,
     )
     before = {"messages": workspace.live_messages, "tokens": workspace.live_tokens}
     orphans = {
@@ -112,6 +119,10 @@ def compact(
     passes = 0
     if mode == FULL or triggered:
         passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
+        if mode == BUDGET and not config.seed_semantics:
+            _guarded(_clamp_pinned, workspace, actions, errors)
+        if turn_boundary or not config.seed_semantics:
+            _guarded(_open_at_turn_boundary, workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -142,6 +153,82 @@ def compact(
         prompt_cache=prompt_cache(counted, result_messages),
     )
     return CompactionResult(messages=list(result_messages), report=report, workspace=workspace)
+
+
+# The task statement stays pinned while it takes at most this share of a token budget.
+TASK_PIN_SHARE = 0.2
+# A pinned message clamped to reach the budget keeps at least this many tokens.
+PINNED_FLOOR_TOKENS = 64
+
+
+def _task_pin_tokens(budget: Budget) -> int | None:
+    if budget.trigger in (TOKENS, FRACTION) and budget.limit is not None:
+        return int(budget.limit * TASK_PIN_SHARE)
+    return budget.window  # a message budget or none: the task statement is one message, pin it
+
+
+def _guarded(step: Callable[[Workspace, list[dict[str, Any]]], None], workspace: Workspace,
+             actions: list[dict[str, Any]], errors: list[str]) -> None:
+    """A closing step that fails (a store refusing the write) is rolled back and recorded, like a strategy."""
+    try:
+        step(workspace, actions)
+    except Exception as exc:
+        workspace.rollback()
+        errors.append(f"{workspace.strategy}: {exc}")
+
+
+def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
+    """When pinned messages alone exceed a token budget, cut the middle of the newest request, then
+    (as a last resort) of the first system message, keeping head and tail and marking the cut."""
+    budget = workspace.budget
+    if budget.trigger not in (TOKENS, FRACTION) or not workspace.over_budget():
+        return
+    from core.strategies.clamp_oversized_messages import clamp_content
+
+    structure = workspace.structure
+    newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)
+    system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
+                   and not workspace.is_own(p)), None)
+    workspace.begin("clamp_pinned", 0)
+    for position, what in ((newest, "the newest request"), (system, "the first system message")):
+        if position is None or not workspace.over_budget():
+            continue
+        message = workspace.messages[position]
+        excess = workspace.live_tokens - int(budget.limit * 0.97)
+        room = max(PINNED_FLOOR_TOKENS, message.tokens - excess)
+        content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
+        if changed:
+            workspace.rewrite_pinned(position, {**message.data, "content": content},
+                                     f"{what} alone exceeded the budget: its middle was cut")
+    outcome = workspace.end("cut the middle of pinned messages that alone exceeded the budget")
+    if outcome.acted:
+        actions.append(_action("clamp_pinned", 0, outcome))
+
+
+def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
+    """The kept window opens with a user message, or with compact's record of what went before it.
+
+    When compaction cut into a turn and left no summary or trace in front of the cut, the
+    rest of that turn goes too, up to the next user message (a provider such as Anthropic
+    refuses a conversation whose first message is the assistant's).
+    """
+    messages = workspace.messages
+    structure = workspace.structure
+    first = next((p for p, m in enumerate(messages) if structure.counted[p] and m.role not in SYSTEM_ROLES), None)
+    if first is None or is_user_message(messages[first].data) or not any(e["action"] == "removed" for e in workspace.ledger):
+        return
+    if any(workspace.is_own(p) or is_summary(messages[p]) for p in range(first)):
+        return
+    following = [p for p in structure.user_positions if p > first]
+    if not following:
+        return
+    workspace.begin("turn_boundary", 0)
+    for position in range(first, following[0]):
+        if workspace.alive(position) and not workspace.pinned(position):
+            workspace.remove([position], "the rest of a cut turn: the kept window opens with a user message")
+    outcome = workspace.end("removed the rest of a cut turn so the kept window opens with a user message")
+    if outcome.acted:
+        actions.append(_action("turn_boundary", 0, outcome))
 
 
 def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:

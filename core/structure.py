@@ -20,6 +20,7 @@ from core.messages import (
     call_ids,
     call_name,
     countable_text,
+    is_request,
     is_user_message,
     result_ids,
     starts_with_marker,
@@ -144,7 +145,12 @@ def analyse(
     kept: frozenset[int] = frozenset(),
     markers: Sequence[str] = (),
     uncounted_marker: str | None = None,
+    task_pin_tokens: int | None = None,
+    own: frozenset[int] = frozenset(),
+    pin_summaries: bool = False,
 ) -> Structure:
+    """``task_pin_tokens``: pin the task statement (the first request) when it is at most this long;
+    ``own``: ids of the messages this run wrote (its summary), pinned for the rest of the run."""
     count = len(messages)
     user_positions = [i for i, m in enumerate(messages) if m.data and is_user_message(m.data)]
     turn_of = [-1] * count
@@ -199,22 +205,29 @@ def analyse(
     pinned = [False] * count
     # The first system message the user wrote: a summary, placeholder or CUCA message compact
     # added is not it (without a system prompt, the first summary would otherwise be pinned).
-    own = (*markers, SUMMARY_MARKER, PLACEHOLDER_PREFIX)
+    compact_prefixes = (*markers, SUMMARY_MARKER, PLACEHOLDER_PREFIX)
     first_system = next(
         (i for i, m in enumerate(messages)
-         if m.role in SYSTEM_ROLES and not m.extra.get("summary") and not any(starts_with_marker(m.data, p) for p in own)),
+         if m.role in SYSTEM_ROLES and not m.extra.get("summary")
+         and not any(starts_with_marker(m.data, p) for p in compact_prefixes)),
         None,
     )
     if first_system is not None:
         pinned[first_system] = True
-    if user_positions:
-        pinned[user_positions[-1]] = True
+    for position in _request_pins(messages, user_positions, task_pin_tokens):
+        pinned[position] = True
     for i, message in enumerate(messages):
         if not message.data:  # a skipped invalid line passes through untouched
             pinned[i] = True
         elif message.line is not None and message.line in kept:
             pinned[i] = True
         elif markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers):
+            pinned[i] = True
+        elif own and id(message) in own:
+            pinned[i] = True
+        elif pin_summaries and message.extra and message.extra.get("summary"):
+            pinned[i] = True  # an agent's own compaction summary: folded into ours, never dropped
+        elif pin_summaries and message.role in SYSTEM_ROLES and starts_with_marker(message.data, SUMMARY_MARKER):
             pinned[i] = True
     counted = [
         bool(m.data) and not (uncounted_marker and starts_with_marker(m.data, uncounted_marker)) for m in messages
@@ -231,3 +244,16 @@ def analyse(
         orphan_results=sorted(set(orphan_results)),
         orphan_calls=sorted(orphan_calls),
     )
+
+
+def _request_pins(messages: Sequence[Message], user_positions: Sequence[int], task_pin_tokens: int | None) -> list[int]:
+    """The newest request a person typed (not hook text, not an empty message) and, when it is a
+    different message no longer than ``task_pin_tokens``, the first one: the task statement."""
+    requests = [p for p in user_positions if is_request(messages[p])]
+    if not requests:
+        return user_positions[-1:]  # no typed request: the newest user text is the best guess
+    pins = [requests[-1]]
+    first = requests[0]
+    if task_pin_tokens is not None and first != requests[-1] and messages[first].tokens <= task_pin_tokens:
+        pins.append(first)
+    return pins

@@ -14,7 +14,7 @@ from typing import Any
 
 from core.budget import Budget
 from core.counting import MessageCounter
-from core.messages import Message, content_handle, has_text
+from core.messages import ORIGINAL_KEY, Message, content_handle, has_text
 from core.seams import Seams, offload_items
 from core.structure import Structure, analyse
 
@@ -50,8 +50,17 @@ class Workspace:
         offload_turns: int = 2,
         seams: Seams | None = None,
         source: str = "<stdin>",
+        task_pin_tokens: int | None = None,
+        trace: bool = True,
     ) -> None:
         self.seams = seams or Seams()
+        self.task_pin_tokens = task_pin_tokens
+        # Strategies that remove messages leave a placeholder saying what went (issue: every removal
+        # leaves a trace); the seed preset leaves none, as the seed does.
+        self.trace = trace
+        # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
+        # does not delete the record of what an earlier one removed.
+        self.own: set[int] = set()
         self.source = source
         self.budget = budget
         self.counter = counter
@@ -64,13 +73,16 @@ class Workspace:
         self.strategy = ""
         self.pass_number = 0
         self._set_messages(list(messages))
+        # Turn numbers as the input has them (1-based): removals renumber the structure's turns.
+        self.input_turn = {m.line: t + 1 for m, t in zip(self.messages, self.structure.turn_of) if m.line is not None}
 
     # -- state -------------------------------------------------------------
 
     def _set_messages(self, messages: list[Message]) -> None:
         self.messages = messages
         self.structure: Structure = analyse(
-            messages, kept=self.kept, markers=self.markers, uncounted_marker=self.graph_marker
+            messages, kept=self.kept, markers=self.markers, uncounted_marker=self.graph_marker,
+            task_pin_tokens=self.task_pin_tokens, own=frozenset(self.own), pin_summaries=self.trace,
         )
         self.removed: set[int] = set()
         counted = self.structure.counted
@@ -83,8 +95,9 @@ class Workspace:
     def pinned(self, position: int) -> bool:
         return self.structure.pinned[position]
 
-    def over_budget(self) -> bool:
-        return self.budget.over(self.live_messages, self.live_tokens)
+    def over_budget(self, reserve_tokens: int = 0, reserve_messages: int = 0) -> bool:
+        """Over budget, or would be after adding what is reserved (a trace or summary still to come)."""
+        return self.budget.over(self.live_messages + reserve_messages, self.live_tokens + reserve_tokens)
 
     def should_continue(self) -> bool:
         """Removing strategies stop as soon as the budget is met, unless asked to act fully."""
@@ -116,11 +129,13 @@ class Workspace:
         # of roles or tool calls make end() recompute it.
         self._reshaped = False
         self._snapshot = list(self.messages)
+        self._own_snapshot = set(self.own)
         self._ledger_mark = len(self.ledger)
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         del self.ledger[self._ledger_mark :]
+        self.own = self._own_snapshot
         self._set_messages(self._snapshot)
         self._outcome = StepOutcome()
         self._originals = {}
@@ -148,9 +163,11 @@ class Workspace:
             self._set_messages(survivors)
         return outcome
 
-    def insert(self, position: int, message: Message) -> Message:
-        """Add a message compact wrote (a placeholder, a summary) before ``position``."""
+    def insert(self, position: int, message: Message, *, pin: bool = True) -> Message:
+        """Add a message compact wrote (a placeholder, a summary) before ``position``; pinned from now on."""
         counted = self.counter.count_message(message)
+        if pin:
+            self.own.add(id(counted))
         self._inserted.setdefault(position, []).append(counted)
         self.live_messages += 1
         self.live_tokens += counted.tokens
@@ -212,12 +229,39 @@ class Workspace:
             self.rewrite(owner, data, reason)
         return True
 
+    def turn_number(self, position: int) -> int:
+        """The input's turn number of a message (0 for the preamble, before the first user message)."""
+        line = self.messages[position].line
+        return max(self.input_turn.get(line, 0), 0) if line is not None else 0
+
+    def is_own(self, position: int) -> bool:
+        """A message this run wrote (its summary or a trace)."""
+        return id(self.messages[position]) in self.own
+
+    def rewrite_own(self, position: int, data: dict[str, Any], reason: str) -> int:
+        """Rewrite a message this run wrote (a summary folding in more): it stays pinned."""
+        before = self.messages[position]
+        self.own.discard(id(before))
+        saved = self._rewrite(position, data, reason)
+        self.own.add(id(self.messages[position]))
+        self._reshaped = True  # the structure's pins follow the new message
+        return saved
+
+    def rewrite_pinned(self, position: int, data: dict[str, Any], reason: str) -> int:
+        """Rewrite a pinned message: only the last resort of a budget its pins alone exceed."""
+        return self._rewrite(position, data, reason)
+
     def rewrite(self, position: int, data: dict[str, Any], reason: str) -> int:
         """Replace a message's content; returns the tokens saved (may be 0). Pinned messages are refused."""
         if self.structure.pinned[position]:
             raise ValueError("a pinned message cannot be rewritten")
+        return self._rewrite(position, data, reason)
+
+    def _rewrite(self, position: int, data: dict[str, Any], reason: str) -> int:
         before = self.messages[position]
         self._originals.setdefault(position, (before, self.structure.turn_of[position]))
+        # What the message said before any strategy touched it: a later summary describes that.
+        before.extra.setdefault(ORIGINAL_KEY, before.data)
         if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS):
             self._reshaped = True
         after = self.counter.count_message(before.rewritten(data))

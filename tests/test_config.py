@@ -75,7 +75,7 @@ def test_config_show_prints_the_effective_configuration(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     assert shown["max_tokens"] == 7000 and shown["max_fraction"] is None and shown["max_messages"] == 50
-    assert shown["strategies"][0] == {"kind": "clear_tool_results", "keep_pairs": 5}
+    assert shown["strategies"][0] == {"kind": "clear_tool_results", "keep_pairs": 5, "keep_recent": 0.5}
     assert shown["resolved"] == {"encoder": "o200k_base", "window": 128000, "window_resolved": True}
     # What config show prints is itself a valid config file (less the resolved values).
     shown.pop("resolved")
@@ -85,17 +85,25 @@ def test_config_show_prints_the_effective_configuration(tmp_path: Path) -> None:
 
 
 def test_default_config_matches_the_seed() -> None:
+    """The seed's list and parameters are the `seed` preset, unchanged; the default list is measured."""
+    seed = MemoryConfig(preset="seed")
+    assert [str(s) for s in seed.strategies] == [
+        "offload:turns=10", "summarize:turns=10", "deduplicate_file_reads:tool_name=read_file",
+        "clear_tool_results:keep_pairs=3,keep_recent=0.0", "clamp_oversized_messages:max_part_tokens=4096",
+        "sliding_window:keep_messages=40", "drop_observations", "drop_turns",
+    ]
+    assert seed.summarizer_in_use is None and seed.seed_semantics
     config = MemoryConfig()
     assert [str(s) for s in config.strategies] == [
-        "offload", "summarize", "deduplicate_file_reads", "clear_tool_results",
-        "clamp_oversized_messages", "sliding_window", "drop_observations", "drop_turns",
+        "deduplicate_file_reads", "clamp_oversized_messages", "clear_tool_results", "summarize",
+        "sliding_window", "drop_observations", "drop_turns",
     ]
+    assert config.summarizer_in_use == "extractive" and not config.seed_semantics
     defaults = {name: strategies.get(name).defaults() for name in strategies.NAMES}
-    assert defaults["offload"]["turns"] == 10 and defaults["summarize"]["turns"] == 10
-    assert defaults["deduplicate_file_reads"]["tool_name"] == "read_file"
-    assert defaults["clear_tool_results"] == {"keep_pairs": 3}
-    assert defaults["clamp_oversized_messages"] == {"max_part_tokens": 4096}
-    assert defaults["sliding_window"] == {"keep_messages": 40}
+    # Budget first: no message cap and no fixed span unless asked for.
+    assert defaults["sliding_window"] == {"keep_messages": None}
+    assert defaults["summarize"]["turns"] is None
+    assert defaults["clear_tool_results"] == {"keep_pairs": 3, "keep_recent": 0.5}
     assert config.max_fraction == 0.8 and config.context_window_tokens == 128_000
 
 

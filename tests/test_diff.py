@@ -174,7 +174,8 @@ def test_diff_of_compact_output_agrees_with_the_report_ledger(
         )
     assert sorted(by_kind["removed"]) == sorted(ledger_removed)
     assert sorted(by_kind["rewritten"]) == sorted(ledger_rewritten)
-    assert len(by_kind["added"]) == int(report["warning_appended"])
+    added_by_strategies = sum(a["messages_added"] for a in report["actions"])
+    assert len(by_kind["added"]) == int(report["warning_appended"]) + added_by_strategies
     assert (diff["before"]["messages"], diff["before"]["tokens"]) == (
         report["before"]["messages"],
         report["before"]["tokens"],
@@ -211,6 +212,8 @@ def test_the_table_shows_totals_and_runs_of_removed_lines(samples: Path, tmp_pat
         "0.2",
         "--strategy",
         "sliding_window:keep_messages=4",
+        "--preset",
+        "seed",
     )
     run = invoke("diff", str(source), str(out))
     assert run.exit_code == 0 and run.stderr == ""
@@ -282,7 +285,8 @@ def compact_and_diff(
 ) -> tuple[Any, list[Any], Any]:
     total = run_core(messages, mode="unlimited").report["before"]["tokens"]
     mode = "full" if full else "budget"
-    out = run_core(messages, max_tokens=max(1, int(total * fraction)), mode=mode, warn_fraction=0.3)
+    # The seed preset adds no summary or trace: every change is a removal, a rewrite or the warning.
+    out = run_core(messages, max_tokens=max(1, int(total * fraction)), mode=mode, warn_fraction=0.3, preset="seed")
     after = [Message(data=m.data, line=k) for k, m in enumerate(out.messages, start=1)]
     found, kept = diff_messages(loaded(messages), after, markers=MARKERS)
     return out, found, kept

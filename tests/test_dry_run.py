@@ -16,11 +16,13 @@ def test_dry_run_writes_nothing_and_predicts_the_real_run(samples: Path, tmp_pat
     assert dry.exit_code == 0, dry.output
     assert not target.exists()
     assert dry.stdout.startswith(f"dry run: {source} — nothing written\n")
-    assert "sliding_window (pass 1): would remove line(s) 2-313; saves 15,560 tokens" in dry.stdout
-    assert dry.stdout.rstrip().endswith("the budget (under 8,000 tokens) would be met: 38 messages, 4,114 tokens")
+    assert "summarize (pass 1): would remove line(s) 3-321; would add 1 message(s); saves " in dry.stdout
     real = invoke(str(source), "--max-tokens", "8000", "-o", str(target), "--report", str(real_report))
     assert real.exit_code == 0
     predicted, actual = json.loads(dry_report.read_text()), json.loads(real_report.read_text())
+    after = actual["after"]
+    assert dry.stdout.rstrip().endswith(
+        f"the budget (under 8,000 tokens) would be met: {after['messages']} messages, {after['tokens']:,} tokens")
     assert predicted["actions"] == actual["actions"]
     assert predicted["removed"] == actual["removed"]
     assert predicted["after"] == actual["after"]
@@ -29,7 +31,7 @@ def test_dry_run_writes_nothing_and_predicts_the_real_run(samples: Path, tmp_pat
 def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     dry = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "4", "--store", str(store), "--dry-run",
-                 "--strategy", "offload:turns=2")
+                 "--strategy", "offload:turns=2", "--preset", "seed")
     assert "offload (pass 1): would remove line(s) 2-5; would add 2 message(s)" in dry.stdout
     assert not store.exists()
 
@@ -53,7 +55,8 @@ def test_prompt_cache_figure_names_the_first_change(tmp_path: Path) -> None:
                 msg("assistant", "a2"), msg("user", "last")]
     source = write_messages(tmp_path / "in.jsonl", messages)
     report = tmp_path / "r.json"
-    invoke(str(source), "--max-messages", "4", "--strategy", "sliding_window:keep_messages=4", "--report", str(report))
+    invoke(str(source), "--max-messages", "4", "--strategy", "sliding_window:keep_messages=4", "--preset", "seed",
+           "--report", str(report))
     cache = json.loads(report.read_text())["prompt_cache"]
     # Lines 2 and 3 go: the system prompt (line 1) is the prefix that survives.
     assert cache["prefix_messages"] == 1 and cache["first_changed_line"] == 2

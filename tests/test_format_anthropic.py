@@ -67,7 +67,7 @@ def test_a_system_line_and_a_first_system_message_are_the_pinned_system_prompt(t
 
 def test_a_cleared_result_is_written_in_place_with_its_id_and_flags(tmp_path: Path) -> None:
     result, report = invoke_with_report(str(BLOCKS), "--strategy", "clear_tool_results:keep_pairs=1", "--max-tokens", "10",
-                         tmp_path=tmp_path)
+                                        "--preset", "seed", tmp_path=tmp_path)
     source = BLOCKS.read_text().splitlines()
     out = result.stdout.splitlines()
     assert len(out) == len(source)

@@ -100,11 +100,11 @@ def test_a_cleared_stream_result_keeps_its_event_and_gets_the_placeholder(tmp_pa
     written = {e.get("tool_id"): e for e in events(out.stdout) if e["type"] == "tool_result"}
     original = {e.get("tool_id"): e for e in events(STREAM.read_text()) if e["type"] == "tool_result"}
     cleared = written["read_file-1761734225259-ef6c719c767c"]
-    assert cleared["output"].startswith("[compact: tool result cleared")
+    assert cleared["output"].startswith("[compact: tool result")
     assert list(cleared) == list(original["read_file-1761734225259-ef6c719c767c"])  # same keys, same order
     failed = written["run_shell_command-1761734240002-0a9b8c7d6e5f"]
     assert "output" not in failed and failed["error"]["type"] == "execution_failed"
-    assert failed["error"]["message"].startswith("[compact: tool result cleared")
+    assert failed["error"]["message"].startswith("[compact: tool result")
 
 
 def test_a_rewritten_reply_puts_its_text_on_its_first_chunk(tmp_path: Path) -> None:
@@ -183,7 +183,7 @@ def test_chat_round_trips_byte_for_byte_and_compacts_to_a_resumable_session(tmp_
 
 
 def test_chat_summary_is_a_user_record_and_removed_records_take_their_thoughts(tmp_path: Path) -> None:
-    args = ("--max-tokens", "1500", "--summarizer", "extractive", "-s", "summarize:turns=1")
+    args = ("--max-tokens", "1500", "--summarizer", "extractive", "-s", "summarize:turns=1", "--preset", "seed")
     out, _ = invoke_with_report(str(CHAT), *args, tmp_path=tmp_path)
     document = json.loads(out.stdout)
     summaries = [r for r in document["messages"] if str(r["content"]).startswith("CUCA summary:")]

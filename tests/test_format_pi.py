@@ -145,7 +145,8 @@ def test_pi_sends_what_compact_kept(source: Path, strategies: tuple[str, ...], s
 
 
 def test_added_messages_are_linked_into_the_branch(tmp_path: Path) -> None:
-    _, out = compacted(NO_COMPACTION, tmp_path, "summarize:turns=2", max_tokens=3000, summarizer="extractive")
+    _, out = compacted(NO_COMPACTION, tmp_path, "summarize:turns=2", max_tokens=3000, summarizer="extractive",
+                       preset="seed")
     written = entries(out)
     added = [e for e in written if e["type"] == "custom_message" and e["customType"] == "compact"]
     assert len(added) == 1 and added[0]["content"].startswith("CUCA summary:")
@@ -159,7 +160,8 @@ def test_added_messages_are_linked_into_the_branch(tmp_path: Path) -> None:
 
 
 def test_summary_folds_into_the_compaction_entry(tmp_path: Path) -> None:
-    _, out = compacted(SESSION, tmp_path, "summarize:turns=1", max_tokens=3000, summarizer="extractive")
+    _, out = compacted(SESSION, tmp_path, "summarize:turns=1", max_tokens=3000, summarizer="extractive",
+                       preset="seed")
     written = entries(out)
     compaction = next(e for e in written if e["type"] == "compaction")
     assert compaction["summary"].startswith("CUCA summary:")

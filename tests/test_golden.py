@@ -16,7 +16,7 @@ from tests.helpers import invoke
 
 CASES = {
     "seed": ["sample_transcripts/seed_example.jsonl", "--max-messages", "6", "--context-window", "256",
-             "--warn-fraction", "0.2", "--strategy", "sliding_window:keep_messages=4"],
+             "--warn-fraction", "0.2", "--strategy", "sliding_window:keep_messages=4", "--preset", "seed"],
     "agent": ["sample_transcripts/agent_session.jsonl", "--max-tokens", "8000"],
     "floor": ["sample_transcripts/agent_session.jsonl", "--max-tokens", "100"],
     "orphans": ["sample_transcripts/errors/orphan_result.jsonl", "--unlimited"],

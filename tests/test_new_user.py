@@ -172,7 +172,8 @@ def test_the_table_speaks_plainly() -> None:
     assert "window resolved" not in table
     assert "cached again" not in table
     assert "the window size comes from --context-window or its default, not from a model" in table
-    assert ("the 1 message(s) before line 2 are unchanged (1,742 tokens a provider can reuse from its cache)"
+    # The system prompt and the pinned task statement lead the output unchanged.
+    assert ("the 2 message(s) before line 3 are unchanged (1,773 tokens a provider can reuse from its cache)"
             in table)
     resolved = invoke(str(SESSION), "--max-tokens", "8000", "--model", "gpt-4o", "--table")
     assert "the window size is the model's" in " ".join(resolved.stderr.split())
@@ -321,7 +322,7 @@ def test_config_show_lists_each_strategy_with_its_effective_parameters() -> None
     result = invoke("config", "show", "-s", "clear_tool_results", "-s", "sliding_window:keep_messages=5")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["strategies"] == [
-        {"kind": "clear_tool_results", "keep_pairs": 3},
+        {"kind": "clear_tool_results", "keep_pairs": 3, "keep_recent": 0.5},
         {"kind": "sliding_window", "keep_messages": 5},
     ]
 

@@ -9,7 +9,7 @@ from typing import Any
 from core.store import OffloadStore
 from tests.helpers import invoke, read_messages
 
-SEED_ARGS = ("--max-messages", "6", "--context-window", "256", "--warn-fraction", "0.2")
+SEED_ARGS = ("--max-messages", "6", "--context-window", "256", "--warn-fraction", "0.2", "--preset", "seed")
 
 
 def test_seed_example_offloads_the_first_turns_and_recall_finds_the_vault(samples: Path, tmp_path: Path) -> None:

@@ -38,13 +38,20 @@ def test_compaction_keeps_the_invariants(name: str, budget: int, realdata: Path,
     calls = {cid for m in out for cid in call_ids(m)}
     results = {rid for m in out for rid in result_ids(m)}
     assert calls == results  # no orphan either way (these inputs have none)
-    assert out[0] == original[0]  # the system prompt is pinned
-    last_user = max(i for i, m in enumerate(original) if m["role"] == "user")
-    assert original[last_user] in out
+    if out[0] != original[0]:
+        # Pinned, but the last resort when the pins alone exceed the budget: head and tail stay.
+        assert any(a["strategy"] == "clamp_pinned" for a in report["actions"])
+        assert out[0]["content"].startswith(original[0]["content"][:100])
+        assert "tokens cut" in out[0]["content"]
+    last_user = original[max(i for i, m in enumerate(original) if m["role"] == "user")]
+    if last_user not in out:  # the same last resort: its middle cut, its head and tail kept
+        head = last_user["content"][:100]
+        assert any(m["role"] == "user" and m["content"].startswith(head) and "tokens cut" in m["content"] for m in out)
     if report["budget"]["floor"]["tokens"] < budget:
         assert report["after"]["tokens"] < budget
     removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
-    assert len(original) - len(out) == len(removed)
+    added = sum(a["messages_added"] for a in report["actions"])
+    assert len(original) - len(out) + added == len(removed)
 
 
 def test_swe_agent_tool_call_ids_lists_pair_like_tool_call_id(realdata: Path) -> None:

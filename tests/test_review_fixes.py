@@ -20,7 +20,7 @@ def test_clamp_cuts_inside_multibyte_text_with_the_bpe_backend(tmp_path: Path) -
                                                     msg("assistant", "ok"), msg("user", "last")])
     report = tmp_path / "r.json"
     invoke(str(source), "--full", "--backend", "bpe", "--strategy", "clamp_oversized_messages:max_part_tokens=100",
-           "--report", str(report))
+           "--preset", "seed", "--report", str(report))
     data = json.loads(report.read_text())
     assert data["last_error"] is None
     assert [e["line"] for e in data["removed"]] == [2]
@@ -29,7 +29,7 @@ def test_clamp_cuts_inside_multibyte_text_with_the_bpe_backend(tmp_path: Path) -
 def test_clamp_with_a_limit_below_its_marker_changes_nothing_and_settles(samples: Path, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "10", "--strategy",
-           "clamp_oversized_messages:max_part_tokens=16", "--report", str(report))
+           "clamp_oversized_messages:max_part_tokens=16", "--preset", "seed", "--report", str(report))
     data = json.loads(report.read_text())
     assert all(e["tokens_after"] < e["tokens_before"] for e in data["removed"])
     assert data["passes"] == 1 or all(a["pass"] == 1 for a in data["actions"])

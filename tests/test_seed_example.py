@@ -9,7 +9,7 @@ from tests.helpers import invoke, read_messages
 
 SEED_ARGS = (
     "--max-messages", "6", "--context-window", "256", "--warn-fraction", "0.2",
-    "--strategy", "sliding_window:keep_messages=4",
+    "--strategy", "sliding_window:keep_messages=4", "--preset", "seed",
 )
 
 
@@ -42,3 +42,14 @@ def test_seed_example_warning_is_one_shot(samples: Path, tmp_path: Path) -> None
     out = read_messages(second.stdout)
     assert sum(m["content"].startswith("CUCA context warning:") for m in out) == 1
     assert second.stdout == first.stdout
+
+
+def test_the_default_preset_keeps_the_task_and_opens_at_a_turn(samples: Path) -> None:
+    """Without the seed preset, the same run keeps the task statement and a user-first window."""
+    args = [a for a in SEED_ARGS if a not in ("--preset", "seed")]
+    result = invoke(str(samples / "seed_example.jsonl"), *args)
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    assert out[1]["content"].startswith("The vault is in Lisbon")  # the task statement stays pinned
+    assert out[1]["role"] == "user"
+    assert "Where is the vault? Answer in one word." in [m["content"] for m in out]

@@ -40,8 +40,9 @@ def test_clear_tool_results_keeps_the_newest_pairs_and_says_what_it_cleared() ->
     out = run_core(reads_transcript(), mode="full", strategies=["clear_tool_results:keep_pairs=1"])
     contents = {m.line: m.data["content"] for m in out.messages}
     for line in (4, 6, 7):
-        assert contents[line].startswith("[compact: tool result cleared, ")
-        assert contents[line].endswith(" tokens]")
+        assert contents[line].startswith("[compact: tool result of read_file ")  # names the tool and its file
+        assert " cleared, " in contents[line] and contents[line].endswith(" tokens]")
+    assert contents[4].startswith("[compact: tool result of read_file a.py cleared, ")
     assert contents[9].startswith("A-v3")
     assert lines_of(out) == list(range(1, 11))  # nothing removed: calls and results stay paired
     ledger = {e["line"]: e for e in out.report["removed"]}
@@ -62,7 +63,7 @@ def test_clamp_keeps_head_and_tail_token_exact() -> None:
 
     long_text = "HEAD-START " + " ".join(f"word{i}" for i in range(6000)) + " TAIL-END"
     messages = [msg("system", "s"), msg("user", long_text), msg("assistant", "ok"), msg("user", "next")]
-    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=200"])
+    out = run_core(messages, mode="full", preset="seed", strategies=["clamp_oversized_messages:max_part_tokens=200"])
     clamped = out.messages[1].data["content"]
     counter, _ = shared_counter()
     assert counter.count_batch([clamped])[0] <= 200
@@ -70,7 +71,8 @@ def test_clamp_keeps_head_and_tail_token_exact() -> None:
     assert clamped.endswith("word5999 TAIL-END")
     assert "tokens cut …]" in clamped
     # Clamping is stable: a second run leaves the clamped text alone.
-    again = run_core([m.data for m in out.messages], mode="full", strategies=["clamp_oversized_messages:max_part_tokens=200"])
+    again = run_core([m.data for m in out.messages], mode="full", preset="seed",
+                     strategies=["clamp_oversized_messages:max_part_tokens=200"])
     assert again.report["removed"] == []
 
 
@@ -92,14 +94,14 @@ def test_sliding_window_never_splits_a_call_from_its_results() -> None:
         msg("user", "u2"),
     ]
     # A window of 4 would cut between the call (line 3) and its results: the whole exchange goes.
-    out = run_core(messages, max_messages=4, strategies=["sliding_window:keep_messages=4"])
+    out = run_core(messages, max_messages=4, preset="seed", strategies=["sliding_window:keep_messages=4"])
     assert lines_of(out) == [1, 6, 7]
     assert {e["line"] for e in out.report["removed"]} == {2, 3, 4, 5}
 
 
 def test_sliding_window_keeps_fewer_when_a_token_budget_demands_it() -> None:
     messages = [msg("system", "s")] + [msg("user" if i % 2 == 0 else "assistant", BIG) for i in range(6)] + [msg("user", "last")]
-    out = run_core(messages, max_tokens=6000, strategies=["sliding_window:keep_messages=40"])
+    out = run_core(messages, max_tokens=6000, preset="seed", strategies=["sliding_window:keep_messages=40"])
     assert out.report["after"]["tokens"] < 6000
     assert lines_of(out)[0] == 1 and lines_of(out)[-1] == 8
     assert lines_of(out) == sorted(lines_of(out))
@@ -128,9 +130,9 @@ def test_drop_turns_removes_offload_turns_oldest_first_never_the_current() -> No
     messages = [msg("system", "s")]
     for turn in range(5):
         messages += [msg("user", f"u{turn} " + BIG), msg("assistant", f"a{turn}")]
-    out = run_core(messages, mode="full", offload_turns=2, strategies=["drop_turns"])
+    out = run_core(messages, mode="full", offload_turns=2, preset="seed", strategies=["drop_turns"])
     assert lines_of(out) == [1, 6, 7, 8, 9, 10, 11]
-    budget = run_core(messages, max_tokens=100, offload_turns=1, strategies=["drop_turns"])
+    budget = run_core(messages, max_tokens=100, offload_turns=1, preset="seed", strategies=["drop_turns"])
     # One turn per pass, at most 4 passes; the current turn (lines 10-11) always stays.
     assert lines_of(budget) == [1, 10, 11]
     assert budget.report["passes"] == 4
@@ -151,7 +153,7 @@ def test_keep_rules_are_honoured_by_every_strategy(rule: str) -> None:
 
 def test_pinned_messages_survive_untouched_even_over_budget() -> None:
     messages = [msg("system", BIG), msg("user", "u1"), msg("assistant", "a1"), msg("user", BIG)]
-    out = run_core(messages, max_tokens=100)
+    out = run_core(messages, max_tokens=100, preset="seed")
     assert lines_of(out) == [1, 4]
     assert out.report["over_budget"] is True
     floor = out.report["budget"]["floor"]
@@ -176,7 +178,7 @@ def test_orphans_in_the_input_are_warned_and_repair_drops_them() -> None:
 
 
 def test_strategies_without_their_seam_are_skipped_with_the_reason() -> None:
-    out = run_core(reads_transcript(), max_tokens=10)
+    out = run_core(reads_transcript(), max_tokens=10, preset="seed")
     assert {"strategy": "offload", "reason": "no store"} in out.report["skipped"]
     assert {"strategy": "summarize", "reason": "no summarizer"} in out.report["skipped"]
 
@@ -230,7 +232,7 @@ def test_reused_call_ids_pair_with_the_nearest_call_before_them() -> None:
         result("dup", "Error: balance too low"),
         msg("user", "u3"),
     ]
-    out = run_core(messages, max_messages=5, strategies=["sliding_window:keep_messages=5"])
+    out = run_core(messages, max_messages=5, preset="seed", strategies=["sliding_window:keep_messages=5"])
     assert lines_of(out) == [1, 5, 6, 7, 8]
     dropped = run_core(messages, mode="full", strategies=["drop_observations"])
     assert lines_of(dropped) == [1, 2, 5, 8]
@@ -256,7 +258,7 @@ def test_legacy_function_calls_stay_with_their_results() -> None:
         msg("assistant", "It is 42."),
         msg("user", "u2"),
     ]
-    out = run_core(messages, max_messages=4, strategies=["sliding_window:keep_messages=4"])
+    out = run_core(messages, max_messages=4, preset="seed", strategies=["sliding_window:keep_messages=4"])
     # Keeping 4 would split the call (line 3) from its result (line 4): the exchange goes whole.
     assert out.report["orphans"] == {"results": [], "calls": []}
     assert lines_of(out) == [1, 5, 6]

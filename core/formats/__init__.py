@@ -54,6 +54,8 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 OPENAI = "openai"
 DATASET = "dataset"
 SHAREGPT = "sharegpt"
+# Formats whose provider refuses a conversation that does not open with a user message.
+USER_FIRST = frozenset({"anthropic", "claude-code"})
 
 
 def _conversation_count(lines: Sequence[Line]) -> int:

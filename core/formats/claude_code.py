@@ -123,6 +123,8 @@ class ClaudeCode(Codec):
                     reply = None
                     if summary:
                         canonical["role"], extra = "system", {"summary": True}
+                    elif data.get("isMeta") is True:
+                        extra = {**extra, "meta": True}  # hook feedback: read by the model, not typed by a person
                 messages.append(origin_message(canonical, [line.number], owns=owns, **extra))
         return [_finish(m) for m in messages]
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
+from core.budget import FRACTION, TOKENS
 from core.counting import MessageCounter
 from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 from core.tokens import HeuristicCounter
 from core.workspace import Workspace
+
+
+MIN_PART_TOKENS = 64
 
 
 def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | None:
@@ -53,7 +59,7 @@ def _decode(encoder: Any, tokens: list[int], *, trim_end: bool) -> str:
     return ""
 
 
-def _clamp_content(content: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+def clamp_content(content: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
     if isinstance(content, str):
         clamped = clamp_text(content, max_tokens, counter)
         return (content, 0) if clamped is None else (clamped, 1)
@@ -70,28 +76,111 @@ def _clamp_content(content: Any, max_tokens: int, counter: MessageCounter) -> tu
     return parts, changed
 
 
-def apply(workspace: Workspace, *, max_part_tokens: int) -> str:
+# Without max_part_tokens, under a token budget: one part may keep at most this share of it.
+PART_SHARE = 0.25
+SEED_PART_TOKENS = 4096
+
+
+def part_limit(workspace: Workspace, max_part_tokens: int | None) -> int:
+    if max_part_tokens is not None:
+        return max_part_tokens
+    budget = workspace.budget
+    if budget.trigger in (TOKENS, FRACTION) and budget.limit is not None and not workspace.full:
+        return max(MIN_PART_TOKENS, min(SEED_PART_TOKENS, int(budget.limit * PART_SHARE)))
+    return SEED_PART_TOKENS
+
+
+def _clamp_value(value: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+    """Long strings anywhere inside a tool call's arguments, clamped; the structure stays as it was."""
+    if isinstance(value, str):
+        clamped = clamp_text(value, max_tokens, counter)
+        return (value, 0) if clamped is None else (clamped, 1)
+    if isinstance(value, dict):
+        changed = 0
+        out = {}
+        for key, item in value.items():
+            out[key], n = _clamp_value(item, max_tokens, counter)
+            changed += n
+        return (out, changed) if changed else (value, 0)
+    if isinstance(value, list):
+        changed = 0
+        items = []
+        for item in value:
+            new, n = _clamp_value(item, max_tokens, counter)
+            items.append(new)
+            changed += n
+        return (items, changed) if changed else (value, 0)
+    return value, 0
+
+
+def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+    """Tool calls whose argument strings exceed ``max_tokens``, clamped; arguments stay valid JSON."""
+    if not isinstance(calls, list):
+        return calls, 0
+    out, changed = [], 0
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if isinstance(arguments, str) and counter.count_text(arguments) > max_tokens:
+            try:
+                parsed = orjson.loads(arguments)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, (dict, list)):
+                new, n = _clamp_value(parsed, max_tokens, counter)
+                if n:
+                    call = {**call, "function": {**function, "arguments": orjson.dumps(new).decode()}}
+                    changed += n
+        elif isinstance(arguments, (dict, list)):
+            new, n = _clamp_value(arguments, max_tokens, counter)
+            if n:
+                call = {**call, "function": {**function, "arguments": new}}
+                changed += n
+        out.append(call)
+    return out, changed
+
+
+AIM_SHARE = 0.98
+
+
+def _still_needed(workspace: Workspace) -> int:
+    """Tokens the run must still lose to land just under a token budget (0 without one)."""
+    budget = workspace.budget
+    if workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None:
+        return 0
+    return max(0, workspace.live_tokens - int(AIM_SHARE * budget.limit))
+
+
+def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
+    limit = part_limit(workspace, max_part_tokens)
     clamped_parts = 0
     for position, message in enumerate(workspace.messages):
         if not workspace.should_continue():
             break
-        if workspace.pinned(position) or message.tokens <= max_part_tokens:
+        if workspace.pinned(position) or message.tokens <= limit or not workspace.alive(position):
             continue
-        content, changed = _clamp_content(message.data.get("content"), max_part_tokens, workspace.counter)
-        if changed:
+        # Cut only as much as the budget still needs: the rest of a long part is worth keeping.
+        part_room = max(limit, message.tokens - _still_needed(workspace)) if max_part_tokens is None else limit
+        content, changed = clamp_content(message.data.get("content"), part_room, workspace.counter)
+        calls, changed_calls = clamp_calls(message.data.get("tool_calls"), part_room, workspace.counter)
+        if changed or changed_calls:
             data = dict(message.data)
-            data["content"] = content
+            if changed:
+                data["content"] = content
+            if changed_calls:
+                data["tool_calls"] = calls
             if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
                 continue  # nothing to gain (a limit near the marker's size)
-            workspace.rewrite(position, data, f"text over {max_part_tokens} tokens clamped to head and tail")
-            clamped_parts += changed
-    return f"clamped {clamped_parts} text part(s) to {max_part_tokens} tokens"
+            workspace.rewrite(position, data, f"text over {part_room} tokens clamped to head and tail")
+            clamped_parts += changed + changed_calls
+    return f"clamped {clamped_parts} text part(s) and argument(s) to {limit} tokens"
 
 
 STRATEGY = StrategyInfo(
     name="clamp_oversized_messages",
     alias="ClampOversizedMessages",
-    summary="cut text parts longer than max_part_tokens to their head and tail",
-    params=(Param("max_part_tokens", int, 4096, "the most tokens one text part may keep"),),
+    summary="cut long text parts and tool-call argument strings to their head and tail",
+    params=(Param("max_part_tokens", int, None,
+                  "the most tokens one text part or argument may keep (default: a quarter of a token budget, at most 4096)"),),
     apply=apply,
 )

@@ -1,35 +1,76 @@
-"""ClearToolResults{keep_pairs}: old tool outputs become a placeholder; calls and results stay paired."""
+"""ClearToolResults{keep_pairs}: old tool outputs become a placeholder; calls and results stay paired.
+
+Oldest first, and only as many as the budget needs. What stays untouched: the
+newest ``keep_pairs`` results and, under a token budget, every result among the
+newest messages that make up ``keep_recent`` of the budget (the work in hand).
+The placeholder names the tool, its target and, for a source file, the names it
+defines, so the model knows what it saw and can read it again.
+"""
 
 from __future__ import annotations
 
+from core.budget import FRACTION, TOKENS
+from core.messages import call_name, content_text, tool_calls
 from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 from core.workspace import Workspace
 
 
-def apply(workspace: Workspace, *, keep_pairs: int) -> str:
+def recent_start(workspace: Workspace, share: float) -> int:
+    """The first position of the newest messages that together take ``share`` of a token budget."""
+    budget = workspace.budget
+    if workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None or share <= 0:
+        return len(workspace.messages)
+    room = budget.limit * share
+    used = 0
+    structure = workspace.structure
+    for position in range(len(workspace.messages) - 1, -1, -1):
+        if not workspace.alive(position) or not structure.counted[position]:
+            continue
+        used += workspace.messages[position].tokens
+        if used > room:
+            return position + 1
+    return 0
+
+
+def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
     messages = workspace.messages
-    results = [i for i, m in enumerate(messages) if m.role == "tool"]
+    structure = workspace.structure
+    results = [i for i, m in enumerate(messages) if m.role in ("tool", "function") and workspace.alive(i)]
     candidates = results[: max(0, len(results) - keep_pairs)]
+    protected_from = recent_start(workspace, keep_recent)
+    call_of = {result: key for key, answered in structure.results_of_call.items() for result in answered}
     cleared = 0
     for position in candidates:
-        if not workspace.should_continue():
+        if not workspace.should_continue() or position >= protected_from:
             break
         message = messages[position]
         if workspace.pinned(position) or placeholders.is_placeholder(message):
             continue
-        data = placeholders.with_content(message, placeholders.cleared(message.tokens))
+        tool, target = "", ""
+        key = call_of.get(position)
+        if key is not None:
+            call = next((c for c in tool_calls(messages[key[0]].data) if str(c.get("id")) == key[1]), None)
+            if call is not None:
+                tool, target = call_name(call), placeholders.call_target(call)
+        gist = placeholders.result_gist(content_text(message.data))
+        data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-            continue  # the placeholder would cost as much as the result
+            data = placeholders.with_content(message, placeholders.cleared(message.tokens))  # the short form
+            if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+                continue  # even that would cost as much as the result
         workspace.rewrite(position, data, "tool result cleared")
         cleared += 1
-    return f"cleared {cleared} tool result(s), kept the newest {keep_pairs}"
+    return f"cleared {cleared} tool result(s), oldest first; the newest {keep_pairs} and the recent work kept"
 
 
 STRATEGY = StrategyInfo(
     name="clear_tool_results",
     alias="ClearToolResults",
-    summary="replace all but the newest tool results with a placeholder",
-    params=(Param("keep_pairs", int, 3, "how many of the newest tool results to keep whole"),),
+    summary="replace old tool results with a placeholder naming what they held, oldest first",
+    params=(
+        Param("keep_pairs", int, 3, "how many of the newest tool results stay whole"),
+        Param("keep_recent", float, 0.5, "results among the newest messages making up this share of a token budget stay whole"),
+    ),
     apply=apply,
 )

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from core.messages import PLACEHOLDER_PREFIX, Message
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.messages import PLACEHOLDER_PREFIX, Message, call_arguments, call_name, content_text, tool_calls
+from core.summarizers.facts import first_error_line
 
 PREFIX = PLACEHOLDER_PREFIX
 
@@ -29,3 +34,89 @@ def with_content(message: Message, text: str) -> dict[str, object]:
     data = dict(message.data)
     data["content"] = text
     return data
+
+
+# -- what a removed or cleared message held, in a line a model can act on ----------------------
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: )")  # Claude Code's "   12→", cat -n's "  12\t"
+_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+([A-Za-z_]\w*)"
+)
+OUTLINE_NAMES = 12
+TARGET_CHARS = 100
+
+
+def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
+    """The names a source file defines (functions, classes, types), in order, at most ``limit``."""
+    names: dict[str, None] = {}
+    for line in text.splitlines():
+        match = _DEFINITION.match(_LINE_NUMBER.sub("", line, count=1))
+        if match:
+            names[match.group(1)] = None
+            if len(names) >= limit:
+                break
+    return list(names)
+
+
+def call_target(call: Mapping[str, Any]) -> str:
+    """What a tool call acted on: its path, command, pattern or URL, shortened."""
+    arguments = call_arguments(call)
+    for key in ("file_path", "path", "absolute_path", "notebook_path", "filename", "file", "command", "cmd",
+                "pattern", "query", "url", "description", "prompt"):
+        value = arguments.get(key)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        if isinstance(value, str) and value.strip():
+            return _short(value, TARGET_CHARS)
+    return ""
+
+
+def _short(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def result_gist(text: str) -> str:
+    """A cleared result's gist: the names a source file defines, or its first error line."""
+    names = outline(text)
+    if len(names) >= 2:
+        return "defines " + ", ".join(names)
+    error = first_error_line(text)
+    return f"error: {_short(error, TARGET_CHARS)}" if error else ""
+
+
+def cleared_result(tokens: int, tool: str, target: str, gist: str) -> str:
+    what = f" of {tool} {target}".rstrip() if tool else ""
+    tail = f"; {gist}" if gist else ""
+    return f"{PREFIX} tool result{what} cleared, {tokens:,} tokens{tail}]"
+
+
+def removal_trace(messages: Sequence[Message], lines: str, turns: str) -> str:
+    """One line saying what a span of removed messages held: the requests, the tools and their targets."""
+    tools: dict[str, list[str]] = {}
+    asked = ""
+    for message in messages:
+        if message.role == "user" and not asked:
+            asked = _short(content_text(message.data), 120)
+        for call in tool_calls(message.data):
+            targets = tools.setdefault(call_name(call) or "tool", [])
+            target = call_target(call)
+            if target and target not in targets:
+                targets.append(target)
+    used = "; ".join(
+        f"{name} ×{len(targets) or 1}" + (f" ({', '.join(_short(t, 60) for t in targets[-3:])})" if targets else "")
+        for name, targets in list(tools.items())[:6]
+    )
+    where = f" ({turns.lstrip(', ')})" if turns else ""
+    parts = [f"{PREFIX} {len(messages)} earlier message(s) removed{where}"]
+    if asked:
+        parts.append(f'first request: "{asked}"')
+    if used:
+        parts.append(f"tools: {used}")
+    return "; ".join(parts) + "]"
+
+
+def changed_later(tool_name: str, path: str, line: int | None) -> str:
+    where = f" at line {line}" if line is not None else ""
+    return f"{PREFIX} stale {tool_name} of {path}: the file was changed later{where}]"

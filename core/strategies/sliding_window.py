@@ -1,34 +1,65 @@
 """SlidingWindow{keep_messages}: keeps the newest messages, pinned ones counted in.
 
-Under a token budget the window still exceeds, it keeps fewer: the newest
-messages that fit (like LangChain's ``trim_messages(strategy="last")``), so a
-long current turn can still be brought under budget. A call is never split
-from its results: the cut moves later, taking the whole exchange.
+Under a token budget it keeps the newest messages that fit (like LangChain's
+``trim_messages(strategy="last")``); no message-count cap applies unless one was
+asked for (``keep_messages``, or a message budget). A call is never split from
+its results: the cut moves later, taking the whole exchange. What it removed is
+named in one trace line at the cut, unless the run leaves no traces (the seed preset).
 """
 
 from __future__ import annotations
 
+from core.messages import Message
+from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 from core.workspace import Workspace
 
+# Under --full with no cap, the seed's window.
+FULL_WINDOW = 40
+# Room kept for the trace line while cutting, so that adding it does not undo the cut.
+TRACE_TOKENS = 120
 
-def apply(workspace: Workspace, *, keep_messages: int) -> str:
+
+def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
     structure = workspace.structure
     before = workspace.live_messages
+    cap = keep_messages if keep_messages is not None or not workspace.full else FULL_WINDOW
+    removed: list[int] = []
+    reserve = (TRACE_TOKENS, 1) if workspace.trace else (0, 0)
     for position in range(len(workspace.messages)):
-        within_window = workspace.live_messages <= keep_messages
-        if within_window and (workspace.full or not workspace.over_budget()):
+        within_window = cap is None or workspace.live_messages + reserve[1] <= cap
+        if within_window and (workspace.full or not workspace.over_budget(*reserve)):
             break
         if not workspace.alive(position) or workspace.pinned(position) or not structure.counted[position]:
             continue
-        workspace.remove([position], "outside the sliding window")
-    return f"kept the newest {workspace.live_messages} of {before} messages (window {keep_messages})"
+        gone = set(workspace.removed)
+        if workspace.remove([position], "outside the sliding window"):
+            removed.extend(sorted(workspace.removed - gone))
+    if removed and workspace.trace:
+        leave_trace(workspace, sorted(removed))
+    window = f"window {cap}" if cap is not None else "the newest that fit the budget"
+    return f"kept the newest {workspace.live_messages} of {before} messages ({window})"
+
+
+def leave_trace(workspace: Workspace, removed: list[int]) -> None:
+    """One placeholder where the removed messages were, saying what they held (counted: it costs tokens)."""
+    messages = [workspace.messages[p] for p in removed]
+    lines = [m.line for m in messages if m.line is not None]
+    span = f"{min(lines)}-{max(lines)}" if lines else "?"
+    turns = sorted({workspace.turn_number(p) for p in removed} - {0})
+    turn_text = f", turns {turns[0]}-{turns[-1]}" if turns else ""
+    text = placeholders.removal_trace(messages, span, turn_text)
+    trace = Message(data={"role": "system", "content": text})
+    cost = workspace.counter.count_message(trace).tokens
+    if not workspace.full and workspace.over_budget(cost, 1):
+        return  # a budget too small for the trace: the report's ledger alone says what went
+    workspace.insert(removed[0], trace)
 
 
 STRATEGY = StrategyInfo(
     name="sliding_window",
     alias="SlidingWindow",
-    summary="keep the newest keep_messages messages (fewer if still over a token budget)",
-    params=(Param("keep_messages", int, 40, "how many of the newest messages to keep, pinned included"),),
+    summary="keep the newest messages that fit (at most keep_messages when given)",
+    params=(Param("keep_messages", int, None, "a cap on the newest messages kept, pinned included (default: none under a token budget)"),),
     apply=apply,
 )

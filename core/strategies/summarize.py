@@ -17,11 +17,13 @@ from typing import Any
 
 import orjson
 
-from core.budget import FRACTION, TOKENS
+from core.budget import FRACTION, MESSAGES, TOKENS
 from core.errors import StrategyError
 from core.messages import (
     SUMMARY_MARKER,
     Message,
+    content_text,
+    original_data,
     call_arguments,
     call_name,
     starts_with_marker,
@@ -66,14 +68,19 @@ def parse_previous(text: str) -> tuple[str, list[str], list[str], list[str]]:
     body, read, changed, facts = [], [], [], []
     for line in text.splitlines()[1:]:  # the first line is the marker line
         if line.startswith(FILES_READ):
-            read = [p.strip() for p in line[len(FILES_READ) :].split(",") if p.strip()]
+            read = _listed(line[len(FILES_READ) :])
         elif line.startswith(FILES_CHANGED):
-            changed = [p.strip() for p in line[len(FILES_CHANGED) :].split(",") if p.strip()]
+            changed = _listed(line[len(FILES_CHANGED) :])
         elif line.startswith(FACTS):
             facts = [f.strip() for f in line[len(FACTS) :].split(";") if f.strip()]
         else:
             body.append(line)
     return "\n".join(body).strip(), read, changed, facts
+
+
+def _listed(text: str) -> list[str]:
+    """The paths of a "Files read:" line, without its "(and N earlier)" note."""
+    return [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
 
 
 def _newest(items: list[str], limit: int) -> list[str]:
@@ -104,26 +111,142 @@ def _previous_summary(workspace: Workspace, before: int) -> int | None:
     return None
 
 
-def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
-    summarizer = workspace.seams.summarizer
+# Without `turns`, under a token budget: the summary may take this share of the budget (plus as
+# much again for an earlier summary it folds in), and never more than `max_tokens`.
+SUMMARY_SHARE = 0.2
+# A digest this much smaller than its room (share of the budget) gives the room back to the messages.
+SLACK_SHARE = 0.03
+MIN_SUMMARY_TOKENS = 64
+SEED_TURNS = 10
+
+
+def _oldest_turns(workspace: Workspace, turns: int) -> list[int]:
+    """The seed's span: the oldest ``turns`` turns, never the current one."""
     starts = workspace.structure.user_positions
-    count = min(turns, len(starts) - 1)  # never the current turn
+    count = min(turns, len(starts) - 1)
     if count <= 0:
-        return "nothing to summarize: only the current turn is left"
-    span_start, span_end = starts[0], starts[count]
-    # What compact wrote itself (an earlier summary, offload placeholders) is never summarized again.
-    positions = [
-        p
-        for p in range(span_start, span_end)
-        if workspace.alive(p) and not workspace.pinned(p) and not written_by_compact(workspace.messages[p])
-    ]
-    # Each message goes with its exchange; an exchange holding a pinned message stays whole.
-    removable = sorted(set().union(*(workspace.removal_set([p]) or set() for p in positions)))
+        return []
+    return _removable(workspace, range(starts[0], starts[count]))
+
+
+def _removable(workspace: Workspace, positions: Any) -> list[int]:
+    # What compact wrote itself (an earlier summary, placeholders) is never summarized again, and
+    # each message goes with its exchange; an exchange holding a pinned message stays whole.
+    chosen: set[int] = set()
+    for p in positions:
+        if workspace.alive(p) and not workspace.pinned(p) and not written_by_compact(workspace.messages[p]):
+            chosen |= workspace.removal_set([p]) or set()
+    return sorted(chosen)
+
+
+def _span_to_go(workspace: Workspace, reserve_tokens: int) -> list[int]:
+    """The oldest messages that have to go for the rest, plus a summary of ``reserve_tokens``, to fit."""
+    structure = workspace.structure
+    budget = workspace.budget
+    live_messages, live_tokens = workspace.live_messages, workspace.live_tokens
+    chosen: set[int] = set()
+    for position in range(len(workspace.messages)):
+        if not budget.over(live_messages + 1, live_tokens + reserve_tokens):
+            break
+        if position in chosen or not workspace.alive(position) or workspace.pinned(position):
+            continue
+        if written_by_compact(workspace.messages[position]) or not structure.counted[position]:
+            continue
+        closure = (workspace.removal_set([position]) or set()) - chosen
+        chosen |= closure
+        live_messages -= sum(1 for p in closure if structure.counted[p])
+        live_tokens -= sum(workspace.messages[p].tokens for p in closure if structure.counted[p])
+    return sorted(chosen)
+
+
+# A run lands at or under this share of a token budget, and above FILL_SHARE of it when it can.
+AIM_SHARE = 0.98
+FILL_SHARE = 0.95
+
+
+def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int) -> set[int]:
+    """When the newest exchange of the span is what makes the run land well under the budget, keep it,
+    its longest text cut in the middle to fit (head and tail kept): the budget is used, not wasted.
+    Returns the positions kept (their text rewritten), or an empty set."""
+    from core.strategies.clamp_oversized_messages import MIN_PART_TOKENS, clamp_calls, clamp_content
+
+    limit = workspace.budget.limit or 0
+    counted = workspace.structure.counted
+    span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
+    after = workspace.live_tokens - span_tokens + summary_tokens
+    if after >= FILL_SHARE * limit:
+        return set()
+    newest = set(workspace.removal_set([removable[-1]]) or ()) & set(removable)
+    if not newest or len(newest) == len(removable):
+        return set()
+    extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
+    cut = after + extra - int(AIM_SHARE * limit)
+    if cut <= 0:
+        return newest  # it fits whole: the span was cut one exchange too far
+    biggest = max(newest, key=lambda p: workspace.messages[p].tokens)
+    message = workspace.messages[biggest]
+    room = message.tokens - cut - 16
+    if room < MIN_PART_TOKENS:
+        return set()
+    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
+    calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
+    if not (changed or changed_calls):
+        return set()
+    data = dict(message.data)
+    if changed:
+        data["content"] = content
+    if changed_calls:
+        data["tool_calls"] = calls
+    if workspace.counter.count_message(message.rewritten(data)).tokens > message.tokens - cut:
+        return set()
+    workspace.rewrite(biggest, data, "the oldest message kept: its middle cut to fill the budget exactly")
+    return newest
+
+
+def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_tokens: int) -> int:
+    limit = workspace.budget.limit or 0
+    room = min(max_tokens, int(limit * share))
+    return max(MIN_SUMMARY_TOKENS, room + min(previous_tokens, room))
+
+
+def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: float) -> str:
+    summarizer = workspace.seams.summarizer
+    budget = workspace.budget
+    by_turns = turns is not None or workspace.full or budget.trigger not in (TOKENS, FRACTION)
+    if by_turns:
+        removable = _oldest_turns(workspace, turns or SEED_TURNS)
+        if budget.trigger == MESSAGES and turns is None and not workspace.full:
+            removable = _span_to_go(workspace, 0) or removable
+        room = max_tokens
+    else:
+        first_previous = _previous_summary(workspace, len(workspace.messages))
+        previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
+        room = _summary_room(workspace, share, max_tokens, previous_tokens)
+        removable = _span_to_go(workspace, room)
     if not removable:
-        return "nothing to summarize: the oldest turns are pinned"
-    span = [workspace.messages[p].data for p in removable]
-    previous_at = _previous_summary(workspace, span_end)
-    previous_text = workspace.messages[previous_at].data["content"] if previous_at is not None else ""
+        return "nothing to summarize: only pinned messages and the current turn are left"
+    return _summarize_span(workspace, summarizer, removable, room, fit_budget=not by_turns)
+
+
+def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
+    """The newest of ``items`` that fit in ``room`` tokens (all of them under --full)."""
+    if workspace.full:
+        return items
+    kept: list[str] = []
+    for item in reversed(items):
+        cost = workspace.counter.count_text(item) + 1
+        if cost > room:
+            break
+        kept.insert(0, item)
+        room -= cost
+    return kept
+
+
+def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int) -> tuple[Any, ...]:
+    """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
+    span = [original_data(workspace.messages[p]) for p in removable]
+    previous_at = _previous_summary(workspace, removable[-1] + 1)
+    previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
     previous_body, read_before, changed_before, facts_before = (
         parse_previous(previous_text) if previous_text else ("", [], [], [])
     )
@@ -132,13 +255,15 @@ def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
     covered = _HEADER_TURNS.match(previous_text)
     first_covered = int(covered.group(1)) if covered else None
     turns_before = int(covered.group(2)) if covered else 0
+    first_turn = turns_before + max(workspace.turn_number(removable[0]), 1)
+    last_turn = turns_before + max(workspace.turn_number(removable[-1]), 1)
     request = SummaryRequest(
         messages=tuple(span),
-        first_turn=turns_before + workspace.structure.turn_of[span_start] + 1,
-        last_turn=turns_before + workspace.structure.turn_of[span_start] + count,
+        first_turn=first_turn,
+        last_turn=last_turn,
         previous=previous_body or None,
         facts=tuple(facts),
-        max_tokens=max_tokens,
+        max_tokens=room,
     )
     store = workspace.seams.store
     key = _cache_key(summarizer, request)
@@ -153,20 +278,56 @@ def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
     read, changed = tracked_files(span)
     read = _newest(_unite(read_before, read), MAX_FILES)
     changed = _newest(_unite(changed_before, changed), MAX_FILES)
-    lost = _newest(missing_facts(text, request.facts), MAX_KEPT_FACTS)
+    listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
+    lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
         f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
         f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}.",
         text,
     ]
-    if read:
-        lines.append(f"{FILES_READ} {', '.join(read)}")
-    if changed:
-        lines.append(f"{FILES_CHANGED} {', '.join(changed)}")
-    if lost:
-        lines.append(f"{FACTS} {'; '.join(lost)}")
+    if store is not None:
+        lines.append(f"The summarized messages are in the offload store: compact recall WORDS --store {store.path}")
+    # The file lists and the kept identifiers take what room the summary leaves, newest first.
+    used = workspace.counter.count_text("\n".join(lines)) + 8
+    for label, items in ((FILES_CHANGED, changed), (FILES_READ, read), (FACTS, lost)):
+        fitting = _fitting(workspace, items, room - used - workspace.counter.count_text(label))
+        if label == FACTS:
+            lost = fitting
+        if fitting:
+            joiner = "; " if label == FACTS else ", "
+            line = f"{label} {joiner.join(fitting)}"
+            lines.insert(len(lines) - (store is not None), line)
+            used += workspace.counter.count_text(line) + 1
     summary = {"role": "system", "content": "\n".join(lines)}
+    return summary, request, by, notes, lost, previous_at
+
+
+def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool) -> str:
+    """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the budget."""
+    summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
     summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    if summary_tokens > room and summarizer.name == "extractive":
+        # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
+        smaller = max(MIN_SUMMARY_TOKENS, room - (summary_tokens - room) - 8)
+        summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, smaller)
+        summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    budget = workspace.budget
+    if (fit_budget and summarizer.name == "extractive" and budget.limit
+            and room - summary_tokens > SLACK_SHARE * budget.limit):
+        # The digest came out smaller than its room: keep more of the newest messages instead.
+        shorter = _span_to_go(workspace, summary_tokens + 8)
+        if shorter and len(shorter) < len(removable):
+            removable = shorter
+            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
+            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    # (Extractive only: asking a model again would cost a second call.)
+    if fit_budget and summarizer.name == "extractive" and budget.limit and len(removable) > 1:
+        kept = _keep_newest_partly(workspace, removable, summary_tokens)
+        if kept:
+            removable = [p for p in removable if p not in kept]
+            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
+            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    span_start = removable[0]
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
     if previous_at is not None:
         span_tokens += workspace.messages[previous_at].tokens
@@ -178,13 +339,15 @@ def apply(workspace: Workspace, *, turns: int, max_tokens: int) -> str:
         )
     for position in removable:
         workspace.remove([position], f"summarized into turns {request.first_turn}-{request.last_turn}")
-    if previous_at is not None and not workspace.pinned(previous_at):
-        workspace.rewrite(previous_at, summary, "earlier summary folded into the new one")
+    if previous_at is not None and (workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)):
+        # The earlier summary (this run's, a previous run's or the agent's) takes the new one in.
+        workspace.rewrite_own(previous_at, summary, "earlier summary folded into the new one")
     else:
-        workspace.insert(span_start, Message(data=summary))  # before the span's first turn, not inside it
+        workspace.insert(span_start, Message(data=summary))  # before the span's first message
     detail = f"summarized turns {request.first_turn}-{request.last_turn} ({len(removable)} messages) with {by}"
     if lost:
-        detail += f"; appended {len(lost)} identifier(s) the summary had lost: {'; '.join(lost)}"
+        shown = "; ".join(lost[:5]) + (f"; … {len(lost) - 5} more" if len(lost) > 5 else "")
+        detail += f"; appended {len(lost)} identifier(s) the summary had lost: {shown}"
     if notes:
         detail += "; " + "; ".join(notes)
     return detail
@@ -202,8 +365,9 @@ STRATEGY = StrategyInfo(
     alias="Summarize",
     summary="replace the oldest turns with one summary (needs --summarizer)",
     params=(
-        Param("turns", int, 10, "how many of the oldest turns to summarize"),
-        Param("max_tokens", int, 1024, "the most tokens the summary may take"),
+        Param("turns", int, None, "summarize the oldest turns, this many (default: exactly the span that has to go)"),
+        Param("max_tokens", int, 2048, "the most tokens the summary may take"),
+        Param("share", float, SUMMARY_SHARE, "the share of a token budget the summary may take"),
     ),
     apply=apply,
     needs="summarizer",

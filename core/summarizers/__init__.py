@@ -10,9 +10,9 @@ from core.errors import ConfigError
 
 def make_summarizer(config: Any) -> Any:
     """The summarizer a MemoryConfig asks for, or None."""
-    if config.summarizer is None:
+    if config.summarizer_in_use is None:
         return None
-    if config.summarizer == "extractive":
+    if config.summarizer_in_use == "extractive":
         from core.summarizers.extractive import ExtractiveSummarizer
 
         return ExtractiveSummarizer()

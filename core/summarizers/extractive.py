@@ -1,10 +1,13 @@
-"""An offline, deterministic summarizer: a bounded digest of the turns.
+"""An offline, deterministic summarizer: a readable record of what a span of the conversation held.
 
-Per turn: what the user asked, the tool calls with their key arguments, the
-errors met and what the assistant said (its decisions). Never longer than its
-token budget: lines are added oldest first until the budget is reached, and
-the digest says how many were left out. A previous summary is carried over
-segment by segment, its oldest segments giving way first.
+It writes lines a model (and a person) can act on, in the order things happened:
+what the user asked, the files read (with the names they define) and changed,
+the commands run and what they met, the errors, the facts stated (sentences
+holding numbers, ids, names, values, from tool output too) and what the
+assistant decided. When the lines do not all fit the token budget, the most
+useful kinds are kept first (requests, changes, errors and facts before reads,
+commands and remarks), newer before older; an earlier summary is carried over
+first, shortened in its middle when it must shrink.
 """
 
 from __future__ import annotations
@@ -15,64 +18,194 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.counting import MessageCounter
-from core.messages import call_arguments, call_name, content_text, is_user_message, tool_calls
+from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
 from core.summarizers.facts import first_error_line
 
-ASK_CHARS = 300
-SAY_CHARS = 240
-ARG_CHARS = 80
+ASK_CHARS = 400
+SAY_CHARS = 220
+FACT_CHARS = 200
+TARGET_CHARS = 90
+FACTS_PER_MESSAGE = 3
+# An earlier summary carried over may take at most this share of the room.
+PREVIOUS_SHARE = 0.5
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.S)
+
+# Priorities: lower is kept first when the budget is short.
+REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)")
+_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type)\s+([A-Za-z_]\w*)"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_VALUE = re.compile(
+    r"\d{2,}|\b[0-9a-f]{7,}\b|\b\w+(?:[._/-]\w+){1,}\b|[\w.+-]+@[\w-]+\.\w+|https?://\S+|`[^`]+`|'[^']{2,}'|\"[^\"]{2,}\""
+)
+_STATEMENT = re.compile(r"\b(?:is|are|was|were|equals|uses|returns|set to|means|lives|runs|expects)\b|: |= ", re.I)
+_CODE_LINE = re.compile(r"^\s*(?:def |class |import |from |return |if |for |while |[{}()\[\];#]|//|/\*|\*|@|<)")
+_DECISION = re.compile(r"\b(?:I'll|I will|let me|let's|we should|decided|the fix|root cause|because|so that|instead)\b", re.I)
+READ_TOOLS = ("read_file", "Read", "read", "view", "open_file", "NotebookRead", "ReadFile")
+CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file",
+                "edit", "write", "replace", "str_replace_editor", "str_replace_based_edit_tool")
+SHELL_TOOLS = ("shell", "bash", "Bash", "exec_command", "local_shell", "run_shell_command")
+PATH_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "filename", "file")
+
+
+@dataclass(frozen=True)
+class _Line:
+    priority: int
+    order: int
+    text: str
 
 
 def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _call_line(call: Mapping[str, Any]) -> str:
-    arguments = call_arguments(call)
-    shown = ", ".join(f"{k}={_one_line(str(v), ARG_CHARS)}" for k, v in list(arguments.items())[:3])
-    return f"- called {call_name(call)}({shown})"
+def _defines(text: str, limit: int = 10) -> list[str]:
+    names: dict[str, None] = {}
+    for line in text.splitlines():
+        match = _DEFINITION.match(_LINE_NUMBER.sub("", line, count=1))
+        if match:
+            names[match.group(1)] = None
+            if len(names) >= limit:
+                break
+    return list(names)
 
 
-def _turns(messages: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    turns: list[list[Mapping[str, Any]]] = []
+def _path(arguments: Mapping[str, Any]) -> str:
+    for key in PATH_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def _command(arguments: Mapping[str, Any]) -> str:
+    command = arguments.get("command", arguments.get("cmd", ""))
+    if isinstance(command, list):
+        words = [str(w) for w in command]
+        command = words[2] if len(words) >= 3 and words[1] in ("-lc", "-c") else " ".join(words)
+    return _one_line(str(command), TARGET_CHARS)
+
+
+def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
+    """Sentences that state a value (a number, an id, a path, a name), not code; prose first."""
+    prose: list[str] = []
+    other: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        sentence = _LINE_NUMBER.sub("", sentence).strip()
+        if not 12 <= len(sentence) <= (FACT_CHARS if not from_tool else 160):
+            continue
+        if _CODE_LINE.match(sentence) or not _VALUE.search(sentence) or not _STATEMENT.search(sentence):
+            continue
+        if from_tool and sum(ch.isalpha() or ch == " " for ch in sentence) < 0.7 * len(sentence):
+            continue  # tables, hashes, listings: not a statement
+        is_prose = sentence[0].isupper() and sentence.endswith((".", "!")) and sentence.count(" ") >= 3
+        (prose if is_prose else other).append(sentence)
+    return (prose + ([] if from_tool else other))[:limit]
+
+
+def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tuple[int, str] | None:
+    """One line for a tool call and what it returned, with its priority."""
+    path = _path(arguments)
+    lines = result.count("\n") + 1 if result else 0
+    error = first_error_line(result) if result else None
+    if error and tool not in CHANGE_TOOLS and tool not in SHELL_TOOLS:
+        return ERROR, f"- {tool}({path or _one_line(str(next(iter(arguments.values()), '')), 60)}): {_one_line(error, SAY_CHARS)}"
+    if tool in READ_TOOLS or (tool in ("str_replace_editor", "str_replace_based_edit_tool")
+                              and arguments.get("command") == "view"):
+        names = _defines(result)
+        if not names:
+            return None  # the summary's "Files read" list names it
+        return READ, f"- read {path or '?'} ({lines} lines): defines {', '.join(names)}"
+    if tool in CHANGE_TOOLS:
+        new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
+        names = _defines(str(new)) if new else []
+        if error:
+            return ERROR, f"- changing {path or '?'} failed: {_one_line(error, SAY_CHARS)}"
+        if not names:
+            return None  # the summary's "Files changed" list names it
+        return CHANGE, f"- changed {path or '?'}: defines {', '.join(names)}"
+    if tool in SHELL_TOOLS:
+        command = _command(arguments)
+        if error:
+            return ERROR, f"- ran `{command}`: {_one_line(error, SAY_CHARS)}"
+        last = next((ln.strip() for ln in reversed(result.splitlines()) if ln.strip()), "") if result else ""
+        outcome = f" → {_one_line(last, 100)}" if last else ""
+        return COMMAND, f"- ran `{command}`{outcome}"
+    target = path or next((_one_line(str(v), 60) for v in arguments.values() if isinstance(v, str) and v.strip()), "")
+    if error:
+        return ERROR, f"- {tool}({target}): {_one_line(error, SAY_CHARS)}"
+    return COMMAND, f"- {tool}({target})"
+
+
+def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple[list[_Line], set[str], str]:
+    """The candidate lines of a span, each with its priority and position; the kinds seen; a topic."""
+    results: dict[str, str] = {}
     for message in messages:
-        if is_user_message(message) or not turns:
-            turns.append([])
-        turns[-1].append(message)
-    return turns
-
-
-def _turn_lines(turn: Sequence[Mapping[str, Any]], kinds: set[str]) -> tuple[str, list[str]]:
+        if message.get("role") in ("tool", "function"):
+            key = message.get("tool_call_id")
+            if key is not None:
+                results[str(key)] = content_text(message)
+    out: list[_Line] = []
+    kinds: set[str] = set()
     topic = ""
-    lines: list[str] = []
-    for message in turn:
+    # A span that starts mid-turn continues the first turn; its next request opens the one after.
+    opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
+    turn = first_turn - 1 if opens else first_turn
+    seen: set[str] = set()
+
+    def add(priority: int, text: str) -> None:
+        if text not in seen:
+            seen.add(text)
+            out.append(_Line(priority, len(out), text))
+
+    for message in messages:
         role = message.get("role")
         text = content_text(message)
+        if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
+            continue  # harness text in the user's name: not a request
         if role == "user" and text.strip():
+            turn += 1
             topic = topic or _one_line(text, 60)
-            lines.append(f"- user asked: {_one_line(text, ASK_CHARS)}")
+            add(REQUEST, f"- user asked (turn {turn}): {_one_line(text, ASK_CHARS)}")
+            for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
+                add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
         elif role == "assistant":
             if text.strip():
-                lines.append(f"- assistant: {_one_line(text, SAY_CHARS)}")
+                said = next((s for s in _SENTENCE_END.split(text) if s.strip()), text)
+                decision = _DECISION.search(text)
+                add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
+                for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
+                    if fact.strip() != said.strip():
+                        add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
                 kinds.add("decision")
                 if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.I):
                     kinds.add("rationale")
                 if re.search(r"\bnext\b|\bwill\b|\bthen\b", text, re.I):
                     kinds.add("next_step")
             for call in tool_calls(message):
-                lines.append(_call_line(call))
+                result = results.get(str(call.get("id")), "")
+                line = _result_summary(call_name(call), call_arguments(call), result)
                 kinds.add("technical_detail")
-        elif role in ("tool", "function"):
-            error = first_error_line(text)
+                if line is not None:
+                    add(*line)
+                    if line[0] == ERROR:
+                        kinds.add("error")
+                for fact in _facts(result, 2, from_tool=True):
+                    add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
+        elif role in ("tool", "function") and message.get("tool_call_id") is None:
+            error = first_error_line(text)  # a result whose call is not in the span
             if error:
-                lines.append(f"- error: {_one_line(error, SAY_CHARS)}")
+                add(ERROR, f"- error: {_one_line(error, SAY_CHARS)}")
                 kinds.add("error")
         elif role in ("system", "developer") and text.strip():
-            lines.append(f"- note: {_one_line(text, SAY_CHARS)}")
-    return topic or "earlier work", lines
+            add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
+    return out, kinds, topic or "earlier work"
 
 
 @dataclass(frozen=True)
@@ -80,62 +213,58 @@ class ExtractiveSummarizer:
     name: str = "extractive"
 
     def identity(self) -> str:
-        return "extractive/1"
+        return "extractive/2"
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        kinds: set[str] = set()
-        segments = []
-        for offset, turn in enumerate(_turns(request.messages)):
-            number = request.first_turn + offset
-            topic, lines = _turn_lines(turn, kinds)
-            topic = topic.replace('"', "'")
-            segments.append((f'<summary topic="{topic}" compressed-from-turns="{number}-{number}">', lines))
-        previous = _SEGMENT.findall(request.previous or "")
-        text = self._fit(previous, segments, sorted(kinds), request.max_tokens, counter)
-        return SummaryResult(text=text, by=self.name, preserved_kinds=sorted(kinds))
-
-    def _fit(
-        self,
-        previous: list[str],
-        segments: list[tuple[str, list[str]]],
-        kinds: list[str],
-        budget: int,
-        counter: MessageCounter,
-    ) -> str:
-        """Newest material first: older turns, then earlier summaries, give way to stay within ``budget``."""
-        trailer = f"{TRAILER} {', '.join(kinds) if kinds else 'technical_detail'}"
-        note_reserve = 24
-        used = counter.count_text(trailer) + note_reserve
-        kept: list[str] = []
-        omitted = 0
-        full = False
-        for head, lines in reversed(segments):
-            frame = counter.count_text(head) + counter.count_text("</summary>") + 2
-            if full or used + frame > budget:
-                full = True  # no gaps: once a turn does not fit, the older ones go too
-                omitted += len(lines)
-                continue
-            used += frame
-            body = []
-            for line in lines:
-                cost = counter.count_text(line) + 1
-                if used + cost > budget:
-                    omitted += 1
-                    continue
-                body.append(line)
-                used += cost
-            kept.insert(0, "\n".join([head, *body, "</summary>"]))
-        carried: list[str] = []
-        for segment in reversed(previous):
-            cost = counter.count_text(segment) + 1
-            if full or used + cost > budget:
-                full = True
-                omitted += max(1, segment.count("\n- "))
-                continue
-            carried.insert(0, segment)
-            used += cost
-        parts = [*carried, *kept]
+        lines, kinds, topic = _span_lines(request.messages, request.first_turn)
+        trailer = f"{TRAILER} {', '.join(sorted(kinds)) if kinds else 'technical_detail'}"
+        topic = topic.replace('"', "'")
+        head = f'<summary topic="{topic}" compressed-from-turns="{request.first_turn}-{request.last_turn}">'
+        room = request.max_tokens - counter.count_text(trailer) - counter.count_text(head + "</summary>") - 24
+        carried = self._carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
+        room -= counter.count_text(carried) if carried else 0
+        chosen, omitted = self._choose(lines, room, counter)
+        parts = [carried] if carried else []
+        body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
         if omitted:
-            parts.append(f"({omitted} older line(s) left out to stay within {budget} tokens)")
+            body.append(f"({omitted} less important line(s) left out to stay within {request.max_tokens} tokens)")
+        parts.append("\n".join([head, *body, "</summary>"]))
         parts.append(trailer)
-        return "\n".join(parts)
+        return SummaryResult(text="\n".join(parts), by=self.name, preserved_kinds=sorted(kinds))
+
+    @staticmethod
+    def _choose(lines: list[_Line], room: int, counter: MessageCounter) -> tuple[list[_Line], int]:
+        """The most useful lines that fit: by priority, newer first within a priority."""
+        chosen: list[_Line] = []
+        used = 0
+        for line in sorted(lines, key=lambda line: (line.priority, -line.order)):
+            cost = counter.count_text(line.text) + 1
+            if used + cost <= room:
+                chosen.append(line)
+                used += cost
+        return chosen, len(lines) - len(chosen)
+
+    @staticmethod
+    def _carry(previous: str, room: int, counter: MessageCounter) -> str:
+        """An earlier summary, whole when it fits; else its newest segments, or its head and tail."""
+        # The earlier trailer goes: this summary writes its own.
+        previous = "\n".join(ln for ln in previous.splitlines() if not ln.startswith(TRAILER)).strip()
+        if not previous or room <= 0:
+            return ""
+        if counter.count_text(previous) <= room:
+            return previous
+        segments = _SEGMENT.findall(previous)
+        if segments:
+            kept: list[str] = []
+            used = 0
+            for segment in reversed(segments):
+                cost = counter.count_text(segment) + 1
+                if used + cost > room:
+                    break
+                kept.insert(0, segment)
+                used += cost
+            if kept:
+                return "\n".join(kept)
+        from core.strategies.clamp_oversized_messages import clamp_text
+
+        return clamp_text(previous, room, counter) or ""

@@ -25,10 +25,14 @@ ERROR_LINE = re.compile(
 )
 
 
+_DIFF_OR_NUMBER = re.compile(r"^\s*(?:[+-](?=\s)|\d+(?:→|\t|:))")
+
+
 def first_error_line(text: str) -> str | None:
     for line in text.splitlines():
         if ERROR_LINE.search(line):
-            return line.strip()[:MAX_FACT_CHARS]
+            # A diff's "+"/"-" and a listing's line number are not part of the error.
+            return _DIFF_OR_NUMBER.sub("", line).strip()[:MAX_FACT_CHARS]
     return None
 
 
