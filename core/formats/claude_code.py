@@ -134,15 +134,17 @@ class ClaudeCode(Codec):
         session = str(uuidlib.uuid5(_NAMESPACE, "session:" + str(len(messages))))
         envelope = {"isSidechain": False, "userType": "external", "cwd": ".", "sessionId": session, "version": "compact"}
         parent: str | None = None
+        ids = anthropic.CallIds(losses)
         for position, message in enumerate(messages):
-            data = message.data
+            data = ids.apply(message.data)
+            message = Message(data, extra=message.extra)
             role = data.get("role")
             own = str(uuidlib.uuid5(_NAMESPACE, f"{session}:{position}"))
             line: dict[str, Any] = {"parentUuid": parent, **envelope}
             if role == "assistant":
                 line.update(type="assistant", message={
                     "id": f"msg_compact_{position}", "type": "message", "role": "assistant", "model": "<synthetic>",
-                    "content": anthropic.render_assistant(data)})
+                    "content": anthropic.render_assistant(data, losses)})
             elif role == "tool":
                 line.update(type="user", message={"role": "user", "content": [anthropic.render_result(message, losses)]})
             elif role in ("system", "developer"):
@@ -154,10 +156,12 @@ class ClaudeCode(Codec):
             elif role == "user":
                 content = data.get("content")
                 line.update(type="user", message={"role": "user", "content": content if isinstance(content, str)
-                                                  else anthropic.to_blocks(content)})
+                                                  else anthropic.sendable_blocks(content, losses)})
             else:
                 losses.add(f"{role or 'role-less'} messages")
                 continue
+            if line["message"]["content"] in ("", []):
+                continue  # nothing left to send (a reply of reasoning only)
             extra_keys = [k for k in data if k not in anthropic.CARRIED]
             if extra_keys:
                 losses.add("message fields a Claude Code log has no place for (" + ", ".join(sorted(extra_keys)) + ")")

@@ -55,6 +55,7 @@ from core.messages import Message, result_ids, tool_calls
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
 CONTENT_PARTS = frozenset({*TEXT_PARTS, "refusal", "input_image", "input_file", "input_audio"})
+INPUT_PARTS = frozenset({"input_text", "input_image", "input_file"})
 # Keys other formats put on their lines: a line holding one is not a bare Responses item.
 FOREIGN_KEYS = frozenset({
     "payload", "message", "uuid", "parentUuid", "sessionId", "timestamp",
@@ -188,15 +189,20 @@ def _native_part(part: Any, losses: Losses | None) -> Any:
     kind = part.get("type")
     if kind == "image_url":
         url = part.get("image_url")
-        return {"type": "input_image", "image_url": url.get("url", "") if isinstance(url, dict) else str(url)}
+        detail = url.get("detail", "auto") if isinstance(url, dict) else "auto"
+        return {"type": "input_image", "image_url": url.get("url", "") if isinstance(url, dict) else str(url),
+                "detail": detail}
     if kind == "image" and isinstance(part.get("source"), dict):
         source = part["source"]
         url = (f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
                if source.get("type") == "base64" else str(source.get("url", "")))
-        return {"type": "input_image", "image_url": url}
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
     if kind in _NOT_CARRIED:
         if losses is not None:
             losses.add(_NOT_CARRIED[kind])
+        return None
+    if losses is not None and kind not in INPUT_PARTS:  # written fresh: only what an input message takes
+        losses.add(f"{kind or 'untyped'} content parts a Responses input message does not take, left out")
         return None
     return part
 
@@ -403,12 +409,14 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
     text: list[Any] = []
     for part in _as_parts(content):
         if _is_item_part(part):
-            items.append(part)
+            items.append(_sendable_item(part))
         else:
             text.append(part)
-    if text:
-        items.append({"type": "message", "role": "assistant",
-                      "content": native_content(text, None, "output_text", losses)})
+    said = _assistant_text(text, losses)
+    if said:
+        # The short input form: an output message (output_text parts) is valid input only with the
+        # id and status the API gave it, which a transcript rewritten by compact does not have.
+        items.append({"type": "message", "role": "assistant", "content": said})
     for call in tool_calls(data):
         function = call.get("function")
         if not isinstance(function, dict):
@@ -419,6 +427,27 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
     if isinstance(data.get("function_call"), dict):
         losses.add("legacy function calls (no call id)")
     return items
+
+
+def _assistant_text(parts: list[Any], losses: Losses) -> str:
+    """An assistant's text (refusals included) as one string; parts that are not text are counted as losses."""
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("type") in ("text", *TEXT_PARTS):
+            texts.append(part["text"])
+        elif isinstance(part, dict) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            texts.append(part["refusal"])
+        else:
+            kind = part.get("type") if isinstance(part, dict) else None
+            losses.add(_NOT_CARRIED.get(str(kind), f"{kind or 'untyped'} parts of assistant messages, left out"))
+    return "\n\n".join(t for t in texts if t)
+
+
+def _sendable_item(item: dict[str, Any]) -> dict[str, Any]:
+    """An item kept verbatim, less the null fields the API refuses (a reasoning item's ``content: null``)."""
+    return {k: v for k, v in item.items() if v is not None or k == "encrypted_content"}
 
 
 class Responses(Codec):
