@@ -436,6 +436,8 @@ class CallIds:
 
 def _append(out: list[tuple[int, dict[str, Any]]], index: int, role: str, blocks: list[Any], keep: Any = None) -> None:
     """Add a message, or merge it into the previous one of the same side (tool results stay first)."""
+    if isinstance(blocks, str):  # render_assistant's plain text
+        blocks, keep = [{"type": "text", "text": blocks}], blocks
     if not blocks:
         return
     if out and out[-1][1].get("role") == role:

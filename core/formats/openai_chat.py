@@ -88,7 +88,8 @@ def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
         elif kind == "image" and isinstance(part.get("source"), dict):
             part, kind = _image_url(part["source"]), "image_url"
         elif kind == "input_image" and isinstance(part.get("image_url"), str):
-            part, kind = {"type": "image_url", "image_url": {"url": part["image_url"]}}, "image_url"
+            image = {"url": part["image_url"], **({"detail": part["detail"]} if part.get("detail") else {})}
+            part, kind = {"type": "image_url", "image_url": image}, "image_url"
         if kind in _NOT_CARRIED:
             losses.add(_NOT_CARRIED[kind])
         elif kind == "image_url" and "image_url" not in allowed:

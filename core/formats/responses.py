@@ -438,6 +438,7 @@ def _assistant_text(parts: list[Any], losses: Losses) -> str:
         elif isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("type") in ("text", *TEXT_PARTS):
             texts.append(part["text"])
         elif isinstance(part, dict) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            losses.add("refusals (written as assistant text: the input form has no refusal part)")
             texts.append(part["refusal"])
         else:
             kind = part.get("type") if isinstance(part, dict) else None
