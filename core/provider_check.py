@@ -200,7 +200,7 @@ def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
         sent = {**item, "content": parts, "id": "msg_sent_without_id", "status": "completed"}
     error = _shape_error(SCHEMAS[view.provider], sent)
     if error:
-        kind = item.get("type") or role
+        kind = item.get("type") if item.get("type") not in (None, "message") else f"{role} message"
         view.report(index, "invalid-shape", f"this {kind} is not a valid {WHAT[view.provider]}: {error}",
                     what=WHAT[view.provider])
         view.flagged.add(index)
