@@ -88,7 +88,7 @@ class ClaudeCode(Codec):
         messages: list[Message] = []
         reply: dict[str, Any] | None = None  # the assistant reply whose lines are still coming
         reply_id: Any = None
-        for line in lines:
+        for line in lines[live_start(lines):]:
             data = line.data
             if data is None or data.get("type") not in MESSAGE_TYPES:
                 continue
@@ -168,6 +168,30 @@ class ClaudeCode(Codec):
             line.update(uuid=own, timestamp="1970-01-01T00:00:00.000Z")
             parent = own
             yield line
+
+
+def live_start(lines: list[Line]) -> int:
+    """Where the history Claude Code loads starts: after the last ``compact_boundary`` line (0 when none).
+
+    What comes before it is a summarised past Claude Code does not send: kept as it is, not counted.
+    """
+    start = 0
+    for at, line in enumerate(lines):
+        data = line.data
+        if data is not None and data.get("type") == "system" and data.get("subtype") == "compact_boundary":
+            start = at + 1
+    return start
+
+
+def _without_usage(output: Any) -> Any:
+    """An assistant line without ``message.usage`` (Claude Code sizes its context from the last one)."""
+    data = output.data if isinstance(output, Line) else output
+    if not isinstance(data, dict) or data.get("type") != "assistant":
+        return output
+    message = data.get("message")
+    if not isinstance(message, dict) or "usage" not in message:
+        return output
+    return {**data, "message": {k: v for k, v in message.items() if k != "usage"}}
 
 
 def _finish(message: Message) -> Message:
@@ -259,10 +283,14 @@ class _Writer:
 
     def write(self, steps: Iterator[Any]) -> Iterator[dict[str, Any] | bytes]:
         outputs: list[Any] = []  # a Line (kept), a dict (rebuilt) or an Insert
+        first_change: int | None = None
         for step in steps:
             if isinstance(step, Keep):
                 outputs.append(step.line)
-            elif isinstance(step, Insert):
+                continue
+            if first_change is None:
+                first_change = len(outputs)
+            if isinstance(step, Insert):
                 outputs.append(step)
             elif isinstance(step, Drop):
                 self._forget(step.line.data)
@@ -272,6 +300,10 @@ class _Writer:
                     self._forget(step.line.data)
                 else:
                     outputs.append(rebuilt)
+        if first_change is not None:
+            # The usage of a reply after the first change measured a history that is no longer there; Claude
+            # Code would size its context from it and compact again. The ones before it are still true.
+            outputs[first_change:] = [_without_usage(o) for o in outputs[first_change:]]
         return self._link(outputs)
 
     def _forget(self, data: dict[str, Any] | None) -> None:
