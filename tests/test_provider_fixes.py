@@ -124,3 +124,80 @@ def test_validate_names_a_codex_reasoning_block_in_an_anthropic_file(tmp_path: P
     assert run.stdout.startswith(f"{path}:2: this assistant message is not a valid Messages API message: content[0] is a "
                                  "reasoning item")
     assert "--repair" not in run.stdout + run.stderr
+
+
+# -- known gaps: OpenAI's encrypted compaction item, a cleared screenshot -------------------------
+
+def codex_line(payload: dict[str, Any], second: int) -> dict[str, Any]:
+    return {"timestamp": f"2025-11-03T09:00:{second:02d}.000Z", "type": "response_item", "payload": payload}
+
+
+def codex_with_compaction(tmp_path: Path) -> Path:
+    """A rollout resumed after a remote compaction: Codex replays the encrypted compaction item first."""
+    rows = [{"timestamp": "2025-11-03T09:00:00.000Z", "type": "session_meta",
+             "payload": {"id": "s", "timestamp": "2025-11-03T09:00:00.000Z", "cwd": "/w", "originator": "codex_cli_rs",
+                         "cli_version": "0.77.0", "instructions": None, "source": "cli"}},
+            codex_line({"type": "compaction", "encrypted_content": "gAAAAA" + "x" * 400}, 1),
+            codex_line({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Go on."}]}, 2),
+            codex_line({"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "Continuing."}]}, 3)]
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_codex_encrypted_compaction_item_is_a_summary(tmp_path: Path) -> None:
+    from core import formats
+    from core.messages import is_summary
+
+    path = codex_with_compaction(tmp_path)
+    decoded = formats.read(str(path))
+    assert [is_summary(m) for m in decoded.messages] == [True, False, False]
+    assert invoke(str(path), "--unlimited").stdout == path.read_text()
+    as_responses = lines(invoke(str(path), "--unlimited", "--to", "responses").stdout)
+    assert as_responses[0] == {"type": "compaction", "encrypted_content": "gAAAAA" + "x" * 400}
+    _, report = invoke_with_report(str(path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    assert losses(report)["OpenAI's encrypted compaction summaries (readable by OpenAI only), left out"] == 1
+
+
+def test_a_cleared_computer_screenshot_stays_a_valid_computer_call_output(tmp_path: Path) -> None:
+    shot = {"type": "computer_screenshot", "image_url": "data:image/png;base64," + "A" * 40000}
+    rows = [{"type": "message", "role": "user", "content": "Open the settings."},
+            {"type": "computer_call", "id": "cu_1", "call_id": "call_c1", "status": "completed",
+             "action": {"type": "screenshot"}, "pending_safety_checks": []},
+            {"type": "computer_call_output", "call_id": "call_c1", "output": shot},
+            {"type": "message", "role": "user", "content": "Now close it."}]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    run = invoke(str(path), "-s", "clear_tool_results:keep_pairs=0", "--max-tokens", "50", "-o", str(out))
+    assert run.exit_code == 0, run.stderr
+    [cleared] = [r for r in lines(out.read_text()) if r.get("type") == "computer_call_output"]
+    assert cleared["output"]["type"] == "computer_screenshot" and len(cleared["output"]["image_url"]) < 200
+    assert invoke("validate", str(out), "--for", "responses").exit_code == 0
+
+
+def pi_entry(entry_id: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:00.000Z",
+            "message": message}
+
+
+def test_a_pi_session_whose_last_entry_goes_still_resumes_on_its_branch(tmp_path: Path) -> None:
+    """pi resumes at the file's last entry: when compaction removes it, the branch must stay the leaf."""
+    rows = [{"type": "session", "version": 3, "id": "s1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+            pi_entry("e1", None, {"role": "user", "content": "Fix the bug."}),
+            pi_entry("e2", "e1", {"role": "assistant", "content": [{"type": "text", "text": "Which file?"}]}),
+            pi_entry("e4", "e2", {"role": "user", "content": "app.py, and run the tests."}),
+            pi_entry("e3", "e2", {"role": "user", "content": "An abandoned branch."}),
+            pi_entry("e5", "e4", {"role": "assistant", "content": [  # cut off before its result came
+                {"type": "toolCall", "id": "t1", "name": "bash", "arguments": {"command": "pytest"}}]})]
+    path = tmp_path / "pi.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    run = invoke(str(path), "--unlimited", "--repair", "-o", str(out))
+    assert run.exit_code == 0, run.stderr
+    from core import formats
+
+    texts = [m.data.get("content") for m in formats.read(str(out)).messages]
+    assert texts[-1] == "app.py, and run the tests."  # not the abandoned branch
+    assert "An abandoned branch." in out.read_text()  # which stays in the file

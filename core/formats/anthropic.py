@@ -462,6 +462,8 @@ def sendable_blocks(content: Any, losses: Losses, *, only: frozenset[str] = SEND
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "reasoning":
             losses.add("reasoning items (encrypted content included), left out")
+        elif kind == "compaction":
+            losses.add("OpenAI's encrypted compaction summaries (readable by OpenAI only), left out")
         elif kind == "thinking" and not (isinstance(block.get("signature"), str) and isinstance(block.get("thinking"), str)):
             losses.add("thinking blocks without an Anthropic signature, left out")
         elif kind == "text" and not str(block.get("text", "")).strip():

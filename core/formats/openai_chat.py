@@ -21,6 +21,7 @@ _NOT_CARRIED = {
     "redacted_thinking": "redacted thinking blocks",
     "reasoning": "reasoning items (encrypted content included)",
     "document": "document blocks",
+    "compaction": "OpenAI's encrypted compaction summaries (readable by OpenAI only), left out",
 }
 
 

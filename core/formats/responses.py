@@ -63,6 +63,13 @@ FOREIGN_KEYS = frozenset({
 })
 _ITEM_TYPE = re.compile(r"^[a-z][a-z0-9_]*$")
 
+# A 1x1 transparent PNG: what a cleared computer_call_output holds (its output must be a screenshot).
+BLANK_SCREENSHOT = {
+    "type": "computer_screenshot",
+    "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+}
+COMPACTION = "compaction"  # OpenAI's encrypted summary of earlier turns (the /responses/compact endpoint)
+
 # What an item is to the reader.
 MESSAGE, REASONING, CALL, OUTPUT, HOSTED, OTHER = "message", "reasoning", "call", "output", "hosted", "other"
 
@@ -257,6 +264,11 @@ class ItemReader:
         if not isinstance(item, dict):
             raise line_error(self.path, line, "this Responses item is not a JSON object")
         kind = item_kind(item)
+        if item.get("type") == COMPACTION and isinstance(item.get("encrypted_content"), str):
+            self.flush()  # an earlier compaction's summary: opaque, but a summary (never summarised again)
+            self.messages.append(origin_message({"role": "system", "content": [item]}, [line.number], summary=True,
+                                                layout=((line.number, COMPACTION),)))
+            return
         if kind == OTHER:
             return  # passes through in place
         if kind == MESSAGE:
@@ -338,12 +350,20 @@ def rebuilt_items(number_: int, item: dict[str, Any], before: Message, after: Me
     if slot is None:
         return None
     kind = slot[1]
+    if kind == COMPACTION:
+        if after.data.get("content") == before.data.get("content"):
+            return None
+        return render_items(after.data, Losses())  # folded into a new summary: written as that summary
     if kind == "text":
         content = native_content(after.data.get("content"), item.get("content"), "input_text")
         return None if content == item.get("content") else [{**item, "content": content}]
     if kind == "output":
         output = native_content(after.data.get("content"), item.get("output"), "output")
-        return None if output == item.get("output") else [{**item, "output": output}]
+        if output == item.get("output"):
+            return None
+        if item.get("type") == "computer_call_output" and not isinstance(output, dict):
+            output = BLANK_SCREENSHOT  # the API takes only a screenshot here: a blank one stands for the cleared one
+        return [{**item, "output": output}]
     if kind == "call":
         call = next((c for c in tool_calls(after.data) if str(c.get("id")) == slot[2]), None)
         if call is None:
@@ -404,7 +424,12 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
         return []
     if role != "assistant":
         role = role if role in MESSAGE_ROLES else "user"
-        return [{"type": "message", "role": role, "content": native_content(content, None, "input_text", losses)}]
+        parts = _as_parts(content)
+        carried = [p for p in parts if isinstance(p, dict) and p.get("type") == COMPACTION]
+        rest = [p for p in parts if p not in carried]
+        message = [{"type": "message", "role": role, "content": native_content(rest if carried else content, None,
+                                                                                 "input_text", losses)}]
+        return carried + (message if rest or not carried else [])
     items: list[dict[str, Any]] = []
     text: list[Any] = []
     for part in _as_parts(content):
