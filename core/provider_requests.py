@@ -90,9 +90,12 @@ def _native(decoded: Decoded, provider: str) -> WireRequest:
                 continue
             item = data
         elif decoded.format == "codex":
-            if data.get("type") != "response_item" or not isinstance(data.get("payload"), dict):
+            if data.get("type") == "response_item" and isinstance(data.get("payload"), dict):
+                item = codex_sent(data["payload"])
+            elif _bare_item(data):  # the 2025 layout: Responses items with no envelope
+                item = codex_sent(data)
+            else:
                 continue
-            item = codex_sent(data["payload"])
         else:
             item = data
         request.items.append(item)
@@ -100,10 +103,16 @@ def _native(decoded: Decoded, provider: str) -> WireRequest:
     return request
 
 
+def _bare_item(data: dict[str, Any]) -> bool:
+    """A line of a 2025-layout rollout that is a Responses item (not the header, not a state line)."""
+    return isinstance(data.get("type"), str) and "payload" not in data and "record_type" not in data
+
+
 def codex_sent(item: dict[str, Any]) -> dict[str, Any]:
-    """A rollout's Responses item as Codex sends it (a reasoning item's null ``content`` is not sent)."""
-    if item.get("type") == "reasoning" and "content" in item and item["content"] is None:
-        return {k: v for k, v in item.items() if k != "content"}
+    """A rollout's Responses item as Codex sends it: a null ``id`` (the 2025 layout writes them) and a
+    reasoning item's null ``content`` are not sent."""
+    if item.get("id", "") is None or (item.get("type") == "reasoning" and "content" in item and item["content"] is None):
+        return {k: v for k, v in item.items() if not (k in ("id", "content") and v is None)}
     return item
 
 

@@ -236,9 +236,12 @@ def requests(raw: bytes, written_as: str, provider: str) -> list[Request]:
         return [Request("", [r for r in rows if "role" in r], system)]
     if written_as == "claude-code":
         return [Request("", claude_code_messages(rows))]
-    if written_as == "codex":  # a reasoning item's null content is not sent by Codex
-        return [Request("", [{k: v for k, v in r["payload"].items() if not (k == "content" and v is None)}
-                             for r in rows if r.get("type") == "response_item"])]
+    if written_as == "codex":  # envelope payloads or the 2025 layout's bare items; null id/content not sent
+        items = [r["payload"] if r.get("type") == "response_item" else r for r in rows
+                 if r.get("type") == "response_item" or ("payload" not in r and "record_type" not in r
+                                                          and isinstance(r.get("type"), str))]
+        return [Request("", [{k: v for k, v in i.items() if not (k in ("content", "id") and v is None)}
+                             for i in items])]
     if written_as == "dataset":
         return [Request(f"line {n}", row["messages"]) for n, row in enumerate(rows, 1) if "messages" in row]
     return [Request("", rows)]
