@@ -10,7 +10,7 @@ from typing import Any
 from tests.helpers import invoke
 
 SESSION = "claude-code/cctrace-phase0-investigation.jsonl"
-CUT = 300  # the boundary goes after this line: a user prompt starts line CUT + 1's turn... or near it
+CUT = 300  # the boundary goes after this line (Claude Code loads only what follows it)
 
 
 def rows(text: str) -> list[dict[str, Any]]:

@@ -158,7 +158,7 @@ def test_anthropic_bound_output_starts_with_a_user_message(path: Path, budget: i
 
 # -- compact validate agrees with the oracle on every file ------------------------------------------
 
-def verdicts(raw: bytes, fmt: str, provider: str) -> tuple[list[bool], list[bool]]:  # noqa: D401
+def verdicts(raw: bytes, fmt: str, provider: str) -> tuple[list[bool], list[bool]]:
     """(oracle's verdict per request, validate's) for one file as written."""
     import io
 
