@@ -325,18 +325,22 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
 
 def _check_provider(result: Any, provider: str) -> None:
+    """Judge the transcript about to be written as ``compact validate --for`` would; name lines of the result."""
     from core.errors import CheckFailed
-    from core.provider_check import check_transcript
+    from core.provider_check import REPAIRABLE
+    from core.provider_requests import validate_bytes
 
-    messages = [m for m in result.messages if m.data]
-    problems = check_transcript([m.data for m in messages], provider, lines=[m.line for m in messages])
+    written_as = result.report.get("format", {}).get("output", "openai")
+    verdicts = validate_bytes(b"".join(result.chunks()), written_as, provider)
+    problems = [p for v in verdicts for p in v.problems]
     if problems:
         for problem in problems:
             where = f"line {problem.line}" if problem.line is not None else f"message {problem.index + 1}"
-            sys.stderr.write(f"compact: {where} of the result: {problem.message}\n")
+            sys.stderr.write(f"compact: {where} of the result: {problem.message} ({problem.fix})\n")
+        repairable = any(p.code in REPAIRABLE for p in problems)
         raise CheckFailed(
             f"the compacted transcript would be rejected by {provider} ({len(problems)} problem(s)); nothing was written",
-            fix="see the lines above; --repair drops orphan calls and results",
+            fix="see the lines above; --repair drops orphan calls and results" if repairable else "see the lines above",
         )
 
 

@@ -19,10 +19,13 @@ from cli.commands import (
     ConfigOpt,
     EncoderOpt,
     FramingOpt,
+    FromOpt,
     ModelOpt,
+    _check_formats,
     build_config,
 )
 from core.errors import CheckFailed, ConfigError
+from core.provider_check import REPAIRABLE
 
 STATS_HELP = """Show where a transcript's tokens go: by role, by tool, by file read, the largest messages,
 and the files read more than once with what those rereads cost.
@@ -43,12 +46,16 @@ Exit codes: 0 done; 2 bad usage or input.
 VALIDATE_HELP = """Check that a provider's API would accept a transcript: one line per problem on stdout,
 `FILE:LINE: problem (fix)`, and a summary on stderr.
 
-Checks: every tool call has a result and every result a call; results right after their call
-(openai, anthropic) or before the next assistant message (responses); one tool_call_id per
-result; call ids (openai, responses: non-empty; anthropic: letters, digits, _ and -, unique);
-roles the provider knows; openai: a tool message follows an assistant message with tool_calls,
-an assistant message has content or tool_calls; anthropic: system messages only at the start,
-the first other message is user, user and assistant alternate, no empty text.
+The transcript is judged as the provider receives it: a file in its own format as it is (OpenAI
+chat for openai; Anthropic lines or a Claude Code session for anthropic, the session from its
+last compact_boundary on; Responses items or a Codex rollout for responses), any other as
+`compact --to PROVIDER` writes it; a conversation-per-line dataset gets a verdict per line.
+Checks: each message or item against the provider's request type (the JSON Schemas shipped in
+schemas/, generated from the official SDKs); every tool call answered and no result without
+its call (openai: tool messages right after the call; anthropic: tool_result blocks first in
+the next user message; responses: an output after its call); openai: an assistant message has
+content or tool_calls; anthropic, after merging consecutive messages of one side as the API
+does: a user message first, no empty text, tool_use ids of letters, digits, _ and -, unique.
 Exit codes: 0 no problem; 1 problems found; 2 bad usage or input.
 """
 
@@ -131,30 +138,44 @@ def diff(
         print_diff(result)
 
 
-def validate(file: FileArg, provider: ProviderOpt) -> None:
-    from core.provider_check import check_transcript
-    from core.formats import read_one
+def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None) -> None:
+    from core import formats
+    from core.provider_requests import validate as judge
 
-    transcript = read_one(file, command="compact validate")
-    data, lines = [m.data for m in transcript.messages], [m.line for m in transcript.messages]
-    problems = check_transcript(data, provider.value, lines=lines)
-    for problem in problems:
-        typer.echo(problem.format(transcript.path))
-    summary = validation_summary(transcript.path, len(data), provider.value, [p.code for p in problems])
-    if problems:
-        raise CheckFailed(summary, fix="`compact validate --help` lists the checks")
+    _check_formats(source_format)
+    transcript = formats.read(file, source_format=source_format)
+    verdicts = judge(transcript, provider.value)
+    for verdict in verdicts:
+        for problem in verdict.problems:
+            typer.echo(problem.format(transcript.path))
+    codes = [p.code for v in verdicts for p in v.problems]
+    if transcript.format == formats.DATASET:
+        rejected = sum(1 for v in verdicts if v.problems)
+        summary = validation_summary(transcript.path, sum(v.items for v in verdicts), provider.value, codes,
+                                     conversations=(len(verdicts), rejected))
+    else:
+        summary = validation_summary(transcript.path, sum(v.items for v in verdicts), provider.value, codes)
+    if codes:
+        fix = "--repair drops calls without a result and results without a call; `compact validate --help` lists " \
+              "the checks" if any(c in REPAIRABLE for c in codes) else "`compact validate --help` lists the checks"
+        raise CheckFailed(summary, fix=fix)
     typer.echo(f"compact: {summary}", err=True)
 
 
-def validation_summary(path: str, messages: int, provider: str, codes: list[str]) -> str:
+def validation_summary(path: str, messages: int, provider: str, codes: list[str],
+                       conversations: tuple[int, int] | None = None) -> str:
+    where = f"{path}: {messages} messages"
+    if conversations is not None:
+        where = f"{path}: {conversations[0]} conversations ({conversations[1]} rejected), {messages} messages"
     if not codes:
-        return f"{path}: {messages} messages, no problems for {provider}"
+        return f"{where}, no problems for {provider}"
     tally: dict[str, int] = {}
     for code in codes:
         tally[code] = tally.get(code, 0) + 1
     kinds = ", ".join(f"{count} {code}" for code, count in tally.items())
     noun = "problem" if len(codes) == 1 else "problems"
-    return f"{path}: {len(codes)} {noun} for {provider}: {kinds}"
+    return f"{path}: {len(codes)} {noun} for {provider}: {kinds}" + (
+        f" in {conversations[1]} of {conversations[0]} conversations" if conversations else "")
 
 
 def _print_json(document: dict[str, Any]) -> None:

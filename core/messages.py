@@ -25,7 +25,7 @@ PLACEHOLDER_PREFIX = "[compact:"
 SUMMARY_MARKER = "CUCA summary:"
 
 # Parts a model sees as images; counted at a fixed cost (README, "Token counting").
-IMAGE_PART_TYPES = ("image_url", "image", "input_image", "document")
+IMAGE_PART_TYPES = ("image_url", "image", "input_image", "document", "computer_screenshot")
 IMAGE_TOKENS = 85
 
 

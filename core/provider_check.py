@@ -1,14 +1,23 @@
 """Would a provider's API accept this transcript? (``compact validate --for``, ``--check-for``)
 
-``check_transcript`` reads canonical messages (plain dicts, OpenAI Chat shape)
-and returns one ProviderProblem per thing the provider would refuse, in
-transcript order. It is pure and linear; tool results are paired with their
-calls exactly as compaction pairs them (core.structure: a result answers the
-nearest earlier call with its id).
+A transcript is judged as its provider would receive it
+(:mod:`core.provider_requests`): each message or input item against the JSON
+Schema of the provider's own request type (``schemas/provider-*.schema.json``,
+generated from the official SDKs' types and checked against them by the
+tests), then the rules the APIs enforce across messages:
 
-Providers: ``openai`` (Chat Completions), ``anthropic`` (Messages: tool
-results ride in the next user message, one system prompt) and ``responses``
-(OpenAI Responses items: function_call / function_call_output).
+* ``openai`` (Chat Completions): the tool messages answering an assistant
+  message's calls come right after it, every call answered, none without its
+  call; an assistant message has content or calls;
+* ``anthropic`` (Messages): consecutive messages of one side are merged (the
+  API does that), then the first is a user message, every ``tool_use`` is
+  answered by a ``tool_result`` block at the head of the next user message,
+  no ``tool_result`` without its call, no empty text, tool_use ids of
+  ``[a-zA-Z0-9_-]`` and unique;
+* ``responses``: every call with a ``call_id`` has an output after it, and
+  every output a call before it (the API has no other ordering rule).
+
+Each problem names the item's line and a fix that applies to it.
 """
 
 from __future__ import annotations
@@ -20,8 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.errors import ConfigError
-from core.messages import IMAGE_PART_TYPES, Message, call_name, has_text, tool_calls
-from core.structure import analyse
+from core.messages import Message, call_name, tool_calls
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -30,44 +38,47 @@ PROVIDERS = (OPENAI, ANTHROPIC, RESPONSES)
 
 ACCEPTED_ROLES = {
     OPENAI: ("system", "developer", "user", "assistant", "tool", "function"),
-    ANTHROPIC: ("system", "user", "assistant", "tool"),
+    ANTHROPIC: ("system", "developer", "user", "assistant", "tool"),
     RESPONSES: ("system", "developer", "user", "assistant", "tool"),
 }
 ROLE_FIXES = {
-    "developer": "use role system",
     "function": "use a tool message with the tool_call_id of its call",
 }
 ANTHROPIC_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+SCHEMAS = {
+    OPENAI: "provider-openai-chat-message",
+    RESPONSES: "provider-responses-input-item",
+    ANTHROPIC: "provider-anthropic-message",
+}
+# The problems `compact --repair` fixes (it drops calls without a result and results without a call).
+REPAIRABLE = frozenset({"missing-result", "missing-call"})
 
 # The fix of each problem; {placeholders} are filled from the problem.
 FIXES = {
     "several-call-ids": "split it into one tool message per call, each with its tool_call_id",
     "missing-tool-call-id": "add the id of the call it answers, or drop it",
     "result-before-call": "move it after the call",
-    "missing-call": "drop it with compact --repair, or restore the assistant message that made the call",
-    "missing-result": "add a tool message with tool_call_id {id} after it, "
-    "or drop the call with compact --repair",
-    "result-after-next-assistant": "move it between its call and the next assistant message",
+    "missing-call": "drop it with compact --repair, or restore the message that made the call",
+    "missing-result": "add its result after it, or drop the call with compact --repair",
     "result-not-adjacent:openai": "move the tool messages right after the assistant message "
     "that made the calls",
     "result-not-adjacent:anthropic": "move it right after the assistant message that made the "
-    "call: tool_result blocks go in the next user message",
+    "call: tool_result blocks go first in the next user message",
     "empty-call-id": "give every tool call a non-empty id, and its result the same tool_call_id",
     "invalid-call-id": "use only letters, digits, _ and - in the id and its result's tool_call_id",
     "duplicate-call-id": "give every tool call a unique id",
-    "system-not-at-start": "Anthropic takes one system prompt: move it to the top, "
-    "or make it a user message",
-    "first-not-user": "start the conversation with a user message",
-    "roles-not-alternating": "user and assistant must alternate: merge them into one message",
+    "first-not-user": "start the conversation with a user message (or a summary then a user message)",
     "empty-assistant": "give it content or drop it",
     "empty-content": "give it text or drop it",
     "empty-text-part": "remove the empty part",
+    "invalid-shape": "fix or drop it: it is not a {what} the API takes",
 }
+WHAT = {OPENAI: "chat message", ANTHROPIC: "Messages API message", RESPONSES: "Responses input item"}
 
 
 @dataclass(frozen=True)
 class ProviderProblem:
-    """One thing a provider would refuse: where (list index, 1-based line if known), what, the fix."""
+    """One thing a provider would refuse: where (item index, 1-based line if known), what, the fix."""
 
     index: int
     line: int | None
@@ -87,63 +98,73 @@ class ProviderProblem:
         return asdict(self)
 
 
-def check_transcript(
-    messages: Sequence[Mapping[str, Any]],
-    provider: str,
-    lines: Sequence[int | None] | None = None,
-) -> list[ProviderProblem]:
-    """Every problem ``provider`` would refuse in ``messages``, in transcript order.
-
-    ``lines`` gives each message's line number (None when unknown). A message
-    with a role the provider does not know gets that problem only.
-    """
+def check_provider(provider: str) -> None:
     if provider not in PROVIDERS:
         near = difflib.get_close_matches(provider, PROVIDERS, n=1)
         hint = f"did you mean {near[0]!r}? " if near else ""
         fix = f"{hint}use one of {', '.join(PROVIDERS)}"
         raise ConfigError(f"unknown provider {provider!r}", fix=fix)
+
+
+def check_transcript(
+    messages: Sequence[Mapping[str, Any]],
+    provider: str,
+    lines: Sequence[int | None] | None = None,
+) -> list[ProviderProblem]:
+    """Every problem ``provider`` would refuse in canonical ``messages`` (OpenAI chat shape), in order.
+
+    For ``openai`` the messages are judged as they are; for the others as
+    ``compact --to PROVIDER`` writes them. ``lines`` gives each message's line
+    number (None when unknown).
+    """
+    from core.provider_requests import WireRequest, rendered
+
+    check_provider(provider)
     if lines is not None and len(lines) != len(messages):
         raise ValueError("lines must give one entry per message")
-    view = _View(messages, lines, provider)
-    _unknown_roles(view)
-    _result_ids(view)
-    _orphans(view)
-    _placement(view)
-    _call_ids(view)
-    if provider == ANTHROPIC:
-        # openai's order rule (a tool message follows an assistant message with tool_calls or
-        # another tool message) needs no pass of its own: a tool message is either paired and
-        # right after its call, or already reported by the pairing checks above.
-        _anthropic_role_order(view, flagged={p.index for p in view.problems})
-        _anthropic_empty_content(view)
-    elif provider == OPENAI:
-        _openai_empty_assistant(view)
-    unknown = {p.index for p in view.problems if p.code == "unknown-role"}
-    kept = [p for p in view.problems if p.code == "unknown-role" or p.index not in unknown]
-    return sorted(kept, key=lambda p: p.index)  # stable: a message's problems keep check order
+    numbers = list(lines) if lines is not None else [None] * len(messages)
+    if provider == OPENAI:
+        request = WireRequest([dict(m) for m in messages], numbers)
+    else:
+        wrapped = [Message(data=dict(m), line=n) for m, n in zip(messages, numbers)]
+        request = rendered(wrapped, provider)
+    problems = check_request(request, provider)
+    if provider != OPENAI:  # name the canonical message each problem comes from
+        problems = [ProviderProblem(request.indexes[p.index] if p.index >= 0 else 0, p.line, p.code, p.message,
+                                    p.fix) for p in problems]
+    return problems
+
+
+def check_request(request: Any, provider: str) -> list[ProviderProblem]:
+    """Every problem in one request (a :class:`core.provider_requests.WireRequest`), in item order."""
+    check_provider(provider)
+    view = _View(request, provider)
+    if provider == ANTHROPIC and request.system is not None:
+        error = _shape_error("provider-anthropic-system", request.system)
+        if error:
+            view.problems.append(ProviderProblem(-1, request.system_line, "invalid-shape",
+                                                 f"the system prompt is not a string or text blocks: {error}",
+                                                 "make it a string"))
+    for index, item in enumerate(request.items):
+        _check_item(view, index, item)
+    if provider == OPENAI:
+        _chat_pairing(view)
+    elif provider == RESPONSES:
+        _responses_pairing(view)
+    else:
+        _anthropic_turns(view)
+    return sorted(view.problems, key=lambda p: p.index)  # stable: an item's problems keep check order
 
 
 class _View:
-    """The messages, their lines, the call/result pairing, and the problems found so far."""
-
-    def __init__(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        lines: Sequence[int | None] | None,
-        provider: str,
-    ) -> None:
+    def __init__(self, request: Any, provider: str) -> None:
+        self.items: list[dict[str, Any]] = [dict(i) if isinstance(i, Mapping) else {} for i in request.items]
+        self.lines: list[int | None] = list(request.lines)
         self.provider = provider
-        self.messages = [dict(m) for m in messages]
-        self.lines = list(lines) if lines is not None else [None] * len(messages)
-        self.structure = analyse([Message(data=m) for m in self.messages])
         self.problems: list[ProviderProblem] = []
+        self.flagged: set[int] = set()  # items whose shape is wrong: no rule is checked on them
 
-    def role(self, index: int) -> str:
-        return str(self.messages[index].get("role", ""))
-
-    def report(
-        self, index: int, code: str, message: str, fix: str | None = None, **fill: str
-    ) -> None:
+    def report(self, index: int, code: str, message: str, fix: str | None = None, **fill: str) -> None:
         fix = fix if fix is not None else FIXES[code].format(**fill)
         self.problems.append(ProviderProblem(index, self.lines[index], code, message, fix))
 
@@ -152,206 +173,218 @@ class _View:
         return f"line {line}" if line is not None else f"message {index + 1}"
 
 
+def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
+    role = item.get("role")
+    if view.provider != RESPONSES or "type" not in item:
+        if role not in ACCEPTED_ROLES[view.provider] and not (view.provider == RESPONSES and "type" in item):
+            fix = ROLE_FIXES.get(str(role), f"use one of {', '.join(ACCEPTED_ROLES[view.provider])}")
+            view.report(index, "unknown-role", f"role {role!r} is not accepted by {view.provider}", fix)
+            view.flagged.add(index)
+            return
+    if view.provider == OPENAI and role == "tool" and item.get("tool_call_id") is None:
+        if isinstance(item.get("tool_call_ids"), list):
+            view.report(index, "several-call-ids", "tool message answers several calls (tool_call_ids)")
+        else:
+            view.report(index, "missing-tool-call-id", "tool message has no tool_call_id")
+        view.flagged.add(index)
+        return
+    sent = item
+    if view.provider == RESPONSES and item.get("type") == "reasoning" and "id" not in item \
+            and isinstance(item.get("encrypted_content"), str):
+        sent = {**item, "id": "rs_sent_without_id"}  # Codex sends encrypted reasoning so, and the API takes it
+    elif view.provider == RESPONSES and item.get("type") == "message" and item.get("role") == "assistant" \
+            and "id" not in item and isinstance(item.get("content"), list):
+        # Codex sends its assistant history as output messages without id and status; the API takes them.
+        parts = [{**p, "annotations": p.get("annotations", [])} if isinstance(p, Mapping)
+                 and p.get("type") == "output_text" else p for p in item["content"]]
+        sent = {**item, "content": parts, "id": "msg_sent_without_id", "status": "completed"}
+    error = _shape_error(SCHEMAS[view.provider], sent)
+    if error:
+        kind = item.get("type") if item.get("type") not in (None, "message") else f"{role} message"
+        view.report(index, "invalid-shape", f"this {kind} is not a valid {WHAT[view.provider]}: {error}",
+                    what=WHAT[view.provider])
+        view.flagged.add(index)
+
+
+def _shape_error(schema: str, value: Any) -> str | None:
+    from core.schemas import validator
+
+    checker = validator(schema)
+    if checker.is_valid(value):
+        return None
+    return _explain(value)
+
+
+def _explain(value: Any) -> str:
+    """A short reason: the first content part or field that looks wrong."""
+    if not isinstance(value, Mapping):
+        return "not a JSON object"
+    content = value.get("content")
+    if isinstance(content, list):
+        for position, part in enumerate(content):
+            if isinstance(part, Mapping):
+                kind = part.get("type")
+                if kind in ("thinking",) and not isinstance(part.get("signature"), str):
+                    return f"content[{position}] is a thinking block without its signature"
+                if kind in ("reasoning",) or (isinstance(kind, str) and kind.endswith("_call")):
+                    return f"content[{position}] is a {kind} item, which is not a content block"
+        kinds = sorted({str(p.get("type")) for p in content if isinstance(p, Mapping)})
+        return f"check its content parts ({', '.join(kinds)}) and fields"
+    return "a required field is missing or has the wrong type"
+
+
+def _chat_pairing(view: _View) -> None:
+    """Tool messages right after the assistant message whose calls they answer; every call answered."""
+    waiting: dict[str, int] = {}  # call id -> the assistant message that made it
+    made: dict[str, int] = {}
+    names: dict[tuple[int, str], str] = {}
+    for index, item in enumerate(view.items):
+        role = item.get("role")
+        if role == "tool":
+            if index in view.flagged:
+                continue
+            call_id = str(item.get("tool_call_id"))
+            if call_id in waiting:
+                del waiting[call_id]
+            elif call_id in made:
+                owner = made[call_id]
+                between = next(i for i in range(owner + 1, index) if view.items[i].get("role") != "tool")
+                view.report(index, "result-not-adjacent",
+                            f"tool result for {call_id} is not directly after its call at {view.where(owner)}: "
+                            f"{view.where(between)} ({view.items[between].get('role')}) comes between",
+                            FIXES["result-not-adjacent:openai"])
+            elif _called_later(view, index, call_id):
+                view.report(index, "result-before-call", f"tool result for {_shown(call_id)} comes before its call")
+            else:
+                view.report(index, "missing-call", f"tool result for {_shown(call_id)} answers no earlier tool call")
+            continue
+        _unanswered(view, waiting, names)
+        waiting = {}
+        if role == "assistant" and index not in view.flagged:
+            calls = tool_calls(item)
+            for call in calls:
+                call_id = str(call.get("id") or "")
+                if not call_id:
+                    view.report(index, "empty-call-id", f"tool call {call_name(call) or '?'} has an empty id")
+                    continue
+                waiting[call_id] = made[call_id] = index
+                names[(index, call_id)] = call_name(call)
+            if item.get("content") in (None, []) and not calls and item.get("function_call") is None:
+                view.report(index, "empty-assistant", "assistant message has neither content nor tool_calls")
+    _unanswered(view, waiting, names)
+
+
+def _called_later(view: _View, index: int, call_id: str) -> bool:
+    return any(str(c.get("id")) == call_id for item in view.items[index + 1:] for c in tool_calls(item))
+
+
+def _unanswered(view: _View, waiting: dict[str, int], names: dict[tuple[int, str], str]) -> None:
+    for call_id, owner in waiting.items():
+        name = names.get((owner, call_id)) or "?"
+        view.report(owner, "missing-result", f"tool call {_shown(call_id)} ({name}) has no result", id=call_id)
+
+
 def _shown(call_id: str) -> str:
     return call_id or "''"
 
 
-def _unknown_roles(view: _View) -> None:
-    accepted = ACCEPTED_ROLES[view.provider]
-    for i in range(len(view.messages)):
-        role = view.role(i)
-        if role not in accepted:
-            fix = ROLE_FIXES.get(role, f"use one of {', '.join(accepted)}")
-            view.report(i, "unknown-role", f"role {role!r} is not accepted by {view.provider}", fix)
+def _responses_pairing(view: _View) -> None:
+    """Every call with a call_id has an output after it; every output a call before it."""
+    calls: dict[str, int] = {}
+    answered: set[str] = set()
+    for index, item in enumerate(view.items):
+        kind = str(item.get("type", ""))
+        call_id = item.get("id") if kind == "local_shell_call_output" else item.get("call_id")
+        if kind.endswith("_call_output"):
+            if index in view.flagged:
+                continue
+            if call_id not in calls:
+                later = any(i.get("call_id") == call_id and str(i.get("type", "")).endswith("_call")
+                            for i in view.items[index + 1:])
+                code = "result-before-call" if later else "missing-call"
+                text = "comes before its call" if later else "answers no earlier call"
+                view.report(index, code, f"{kind} for {_shown(str(call_id))} {text}")
+            answered.add(str(call_id))
+        elif kind.endswith("_call") and isinstance(call_id, str):
+            if not call_id:
+                view.report(index, "empty-call-id", f"{kind} {item.get('name') or ''} has an empty call_id")
+            calls.setdefault(call_id, index)
+    for call_id, owner in calls.items():
+        if call_id not in answered and call_id:
+            name = view.items[owner].get("name") or view.items[owner].get("type")
+            view.report(owner, "missing-result", f"tool call {call_id} ({name}) has no output", id=call_id)
 
 
-def _result_ids(view: _View) -> None:
-    """Each tool message answers exactly one call, by its ``tool_call_id``."""
-    for i, data in enumerate(view.messages):
-        if data.get("role") != "tool" or data.get("tool_call_id") is not None:
+def _anthropic_turns(view: _View) -> None:
+    """Merge same-side messages as the API does, then: user first, calls answered at the head of the next turn."""
+    turns: list[tuple[int, str, list[Any]]] = []
+    for index, item in enumerate(view.items):
+        role = str(item.get("role"))
+        if role == "system":
             continue
-        if isinstance(data.get("tool_call_ids"), list):
-            view.report(i, "several-call-ids", "tool message answers several calls (tool_call_ids)")
+        content = item.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        if turns and turns[-1][1] == role:
+            turns[-1][2].extend(blocks)
         else:
-            view.report(i, "missing-tool-call-id", "tool message has no tool_call_id")
-
-
-def _orphans(view: _View) -> None:
-    """Every call has a result after it, and every result a call before it."""
-    structure = view.structure
-    first_call: dict[str, int] = {}
-    for i in range(len(view.messages) - 1, -1, -1):
-        if view.role(i) == "assistant":
-            for call in tool_calls(view.messages[i]):
-                first_call[str(call.get("id"))] = i
-    for position in structure.orphan_results:
-        answered = {cid for _, cid in structure.answered_by.get(position, [])}
-        for rid in _ids_answered(view.messages[position]):
-            if rid in answered:
-                continue
-            call_at = first_call.get(rid)
-            if call_at is not None and call_at > position:
-                message = (
-                    f"tool result for {_shown(rid)} comes before its call at {view.where(call_at)}"
-                )
-                view.report(position, "result-before-call", message)
+            turns.append((index, role, blocks))
+    if turns and turns[0][1] != "user":
+        view.report(turns[0][0], "first-not-user",
+                    f"the first message is {turns[0][1]}, not user")
+    seen_ids: dict[str, int] = {}
+    for position, (index, role, blocks) in enumerate(turns):
+        last = position == len(turns) - 1
+        prefill = last and role == "assistant"
+        if not blocks and not prefill:
+            view.report(index, "empty-content", f"{role} message has no content")
+        elif not prefill and any(_empty_text(b) for b in blocks):
+            view.report(index, "empty-content", f"{role} message has an empty text part", FIXES["empty-text-part"])
+        calls = [b for b in blocks if _is(b, "tool_use")]
+        for call in calls:
+            call_id = str(call.get("id") or "")
+            if not ANTHROPIC_CALL_ID.fullmatch(call_id):
+                view.report(index, "invalid-call-id", f"tool call id {call_id!r} has characters Anthropic refuses")
+            elif call_id in seen_ids:
+                view.report(index, "duplicate-call-id",
+                            f"tool call id {call_id} is used again (first at {view.where(seen_ids[call_id])})")
             else:
-                message = f"tool result for {_shown(rid)} answers no earlier tool call"
-                view.report(position, "missing-call", message)
-    names = {
-        (i, str(call.get("id"))): call_name(call)
-        for i, data in enumerate(view.messages)
-        for call in tool_calls(data)
-    }
-    for owner, cid in structure.orphan_calls:
-        message = f"tool call {_shown(cid)} ({names.get((owner, cid), '?')}) has no result"
-        view.report(owner, "missing-result", message, id=_shown(cid))
+                seen_ids[call_id] = index
+        following = turns[position + 1] if position + 1 < len(turns) else None
+        if calls:
+            _anthropic_answers(view, index, calls, following)
+        if role == "user":
+            before = turns[position - 1][2] if position > 0 and turns[position - 1][1] == "assistant" else []
+            known = {b.get("id") for b in before if _is(b, "tool_use")}
+            for block in blocks:
+                if _is(block, "tool_result") and block.get("tool_use_id") not in known:
+                    view.report(index, "missing-call",
+                                f"tool result for {_shown(str(block.get('tool_use_id')))} answers no tool call "
+                                "of the assistant message before it")
 
 
-def _ids_answered(data: Mapping[str, Any]) -> list[str]:
-    single = data.get("tool_call_id")
-    if single is not None:
-        return [str(single)]
-    many = data.get("tool_call_ids")
-    return [str(i) for i in many] if isinstance(many, list) else []
+def _anthropic_answers(view: _View, index: int, calls: list[Any], following: Any) -> None:
+    blocks = following[2] if following is not None else []
+    leading: list[Any] = []
+    for block in blocks:
+        if not _is(block, "tool_result"):
+            break
+        leading.append(block.get("tool_use_id"))
+    answered = {b.get("tool_use_id") for b in blocks if _is(b, "tool_result")}
+    for call in calls:
+        call_id = call.get("id")
+        if call_id not in answered:
+            view.report(index, "missing-result",
+                        f"tool call {_shown(str(call_id))} ({call.get('name') or '?'}) has no result in the next "
+                        "user message", id=str(call_id))
+        elif call_id not in leading:
+            view.report(following[0], "result-not-adjacent",
+                        f"tool result for {call_id} comes after other blocks of its user message",
+                        FIXES["result-not-adjacent:anthropic"])
 
 
-def _placement(view: _View) -> None:
-    """openai, anthropic: results right after their call; responses: before the next assistant."""
-    count = len(view.messages)
-    run_start = list(range(count))  # where the run of consecutive tool messages holding i begins
-    for i in range(1, count):
-        if view.role(i) == "tool" and view.role(i - 1) == "tool":
-            run_start[i] = run_start[i - 1]
-    next_assistant = [count] * (count + 1)
-    for i in range(count - 1, -1, -1):
-        next_assistant[i] = i if view.role(i) == "assistant" else next_assistant[i + 1]
-    for position, owners in sorted(view.structure.answered_by.items()):
-        for owner, cid in owners:
-            if view.provider == RESPONSES:
-                later = next_assistant[owner + 1]
-                if later < position:
-                    message = (
-                        f"tool result for {cid} comes after the next assistant message "
-                        f"({view.where(later)}) instead of before it"
-                    )
-                    view.report(position, "result-after-next-assistant", message)
-                    break
-            elif run_start[position] != owner + 1:
-                between = run_start[position] - 1  # the message right before the run of results
-                message = (
-                    f"tool result for {cid} is not directly after its call at {view.where(owner)}: "
-                    f"{view.where(between)} ({view.role(between)}) comes between"
-                )
-                fix = FIXES[f"result-not-adjacent:{view.provider}"]
-                view.report(position, "result-not-adjacent", message, fix)
-                break
+def _is(block: Any, kind: str) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == kind
 
 
-def _call_ids(view: _View) -> None:
-    """openai, responses: non-empty ids; anthropic: ^[a-zA-Z0-9_-]+$ and unique."""
-    first_use: dict[str, int] = {}
-    for i, data in enumerate(view.messages):
-        if data.get("role") != "assistant":
-            continue
-        for call in tool_calls(data):
-            cid = call.get("id") if isinstance(call.get("id"), str) else ""
-            if not cid:
-                field = "call_id" if view.provider == RESPONSES else "id"
-                message = f"tool call {call_name(call) or '?'} has an empty {field}"
-                view.report(i, "empty-call-id", message)
-                continue
-            if view.provider != ANTHROPIC:
-                continue
-            if ANTHROPIC_CALL_ID.fullmatch(cid) is None:
-                message = f"tool call id {cid!r} has characters Anthropic refuses"
-                view.report(i, "invalid-call-id", message)
-            if cid in first_use:
-                message = (
-                    f"tool call id {cid} is used again (first at {view.where(first_use[cid])})"
-                )
-                view.report(i, "duplicate-call-id", message)
-            else:
-                first_use[cid] = i
-
-
-def _anthropic_role_order(view: _View, flagged: set[int]) -> None:
-    """System messages only at the start; then user first, and user and assistant alternate.
-
-    A run of tool messages is one user turn (its tool_result blocks), and a
-    user message right after it joins that turn as text after the results.
-    """
-    previous: int | None = None  # the last non-system message
-    for i in range(len(view.messages)):
-        role = view.role(i)
-        if role in (
-            "system",
-            "developer",
-        ):  # developer is refused as a role, but is a system prompt
-            if previous is not None:
-                view.report(
-                    i, "system-not-at-start", "system message after the conversation started"
-                )
-            continue
-        if previous is None:
-            if role != "user" and i not in flagged:
-                message = f"the first message after the system prompt is {role}, not user"
-                view.report(i, "first-not-user", message)
-        elif i not in flagged and _same_side(view.role(previous), role):
-            side = "assistant" if role == "assistant" else "user"
-            message = f"two {side} messages in a row ({view.where(previous)} and {view.where(i)})"
-            view.report(i, "roles-not-alternating", message)
-        previous = i
-
-
-def _same_side(previous: str, role: str) -> bool:
-    """Would these two follow each other on the same side? (tool results then text is one turn)"""
-    if role == "assistant":
-        return previous == "assistant"
-    return previous == "user"
-
-
-def _openai_empty_assistant(view: _View) -> None:
-    for i, data in enumerate(view.messages):
-        if (
-            data.get("role") == "assistant"
-            and data.get("content") in (None, [])
-            and not tool_calls(data)
-            and data.get("function_call") is None
-        ):
-            view.report(
-                i, "empty-assistant", "assistant message has neither content nor tool_calls"
-            )
-
-
-def _anthropic_empty_content(view: _View) -> None:
-    """Text must not be empty, except in a final assistant message (a prefill)."""
-    last = len(view.messages) - 1
-    for i, data in enumerate(view.messages):
-        role = data.get("role")
-        if role not in ("user", "assistant") or (role == "assistant" and i == last):
-            continue
-        content = data.get("content")
-        if isinstance(content, list) and any(_empty_text_part(part) for part in content):
-            view.report(
-                i,
-                "empty-content",
-                f"{role} message has an empty text part",
-                FIXES["empty-text-part"],
-            )
-        elif not has_text(data) and not tool_calls(data) and not _has_image(content):
-            view.report(i, "empty-content", f"{role} message has no text")
-
-
-def _empty_text_part(part: Any) -> bool:
-    if isinstance(part, str):
-        return not part.strip()
-    if not isinstance(part, Mapping) or part.get("type") != "text":
-        return False
-    return not str(part.get("text", "")).strip()
-
-
-def _has_image(content: Any) -> bool:
-    if not isinstance(content, list):
-        return False
-    return any(isinstance(p, Mapping) and p.get("type") in IMAGE_PART_TYPES for p in content)
+def _empty_text(block: Any) -> bool:
+    return _is(block, "text") and not str(block.get("text", "")).strip()

@@ -37,14 +37,14 @@ def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path
 
 
 def test_check_for_refuses_to_write_a_transcript_the_provider_would_reject(tmp_path: Path) -> None:
-    # Anthropic takes one system prompt at the start: a second system message in the middle is refused.
-    source = write_messages(tmp_path / "in.jsonl", [msg("system", "s"), msg("user", "u"), msg("system", "late note"),
-                                                   msg("assistant", "a"), msg("user", "last")])
+    # Anthropic wants a user message first; OpenAI chat does not. The problem names the result's line,
+    # and --repair is not offered: it would not fix this.
+    source = write_messages(tmp_path / "in.jsonl", [msg("system", "s"), msg("assistant", "a"), msg("user", "last")])
     target = tmp_path / "out.jsonl"
     result = invoke(str(source), "--unlimited", "--check-for", "anthropic", "-o", str(target))
     assert result.exit_code == 1
-    assert "compact: line 3 of the result:" in result.stderr
-    assert "would be rejected by anthropic" in result.stderr
+    assert "compact: line 2 of the result: the first message is assistant, not user" in result.stderr
+    assert "would be rejected by anthropic" in result.stderr and "--repair" not in result.stderr
     assert not target.exists()
     ok = invoke(str(source), "--unlimited", "--check-for", "openai", "-o", str(target))
     assert ok.exit_code == 0 and target.exists()

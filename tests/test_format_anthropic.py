@@ -127,21 +127,39 @@ def test_detected_without_from_and_a_mixed_file_is_an_error(tmp_path: Path) -> N
 def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) -> None:
     chat, report = invoke_with_report(str(BLOCKS), "--unlimited", "--to", "openai", tmp_path=tmp_path)
     assert {loss["what"] for loss in report["format"]["losses"]} == {
-        "thinking blocks (with their signatures)", "redacted thinking blocks", "document blocks"}
+        "thinking blocks (with their signatures)", "redacted thinking blocks", "document blocks",
+        "images in tool messages (chat takes text only there), left out",
+        "future_block content parts OpenAI chat does not take in assistant messages, left out"}
     chat_path = tmp_path / "chat.jsonl"
     chat_path.write_text(chat.stdout)
     back, report = invoke_with_report(str(chat_path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
     assert report["format"]["losses"] == []
     again = tmp_path / "again.jsonl"
     again.write_text(back.stdout)
-    assert invoke(str(again), "--unlimited", "--to", "openai").stdout == chat.stdout
+    twice = read_messages(invoke(str(again), "--unlimited", "--to", "openai").stdout)
+    # The same texts, calls and results in the same order; two user messages in a row came back as one
+    # (Anthropic takes one turn per side, and the API merges them so too).
+    assert _texts(twice) == _texts(read_messages(chat.stdout))
+    assert len(twice) == len(read_messages(chat.stdout)) - 1
+
+
+def _texts(messages: list[dict]) -> list[Any]:
+    out: list[Any] = []
+    for m in messages:
+        content = m.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        out += [p.get("text") or p.get("image_url", {}).get("url") for p in parts]
+        out += [c["id"] for c in m.get("tool_calls", [])] + [m.get("tool_call_id")]
+    return [x for x in out if x]
 
 
 @pytest.mark.parametrize("name", ["openai-chat/swe-agent-marshmallow-1867.jsonl", "openai-chat/tau-bench-airline-task3.jsonl"])
 def test_openai_to_anthropic_and_back_keeps_the_messages(name: str, realdata: Path, tmp_path: Path) -> None:
     converted, report = invoke_with_report(str(realdata / name), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
     losses = {loss["what"] for loss in report["format"]["losses"]}
-    assert all(what.startswith("message fields Anthropic Messages has no place for") for what in losses)
+    renamed = "tool call ids renamed (reused, or with characters Anthropic refuses)"  # both reuse call ids
+    assert all(what.startswith("message fields Anthropic Messages has no place for") or what == renamed
+               for what in losses)
     path = tmp_path / "anthropic.jsonl"
     path.write_text(converted.stdout)
     assert formats.read(str(path)).format == "anthropic"
@@ -153,7 +171,9 @@ def test_openai_to_anthropic_and_back_keeps_the_messages(name: str, realdata: Pa
         assert after.get("content") == before.get("content")
         assert [json.loads(c["function"]["arguments"]) for c in after.get("tool_calls", [])] == [
             json.loads(c["function"]["arguments"]) for c in before.get("tool_calls", [])]
-        assert after.get("tool_call_id") == before.get("tool_call_id", (before.get("tool_call_ids") or [None])[0])
+        before_id = before.get("tool_call_id", (before.get("tool_call_ids") or [None])[0])
+        after_id = after.get("tool_call_id")
+        assert after_id == before_id or str(after_id).startswith(f"{before_id}_")  # a reused id is renamed
 
 
 def test_a_real_session_compacts_with_calls_and_results_paired(realdata: Path, tmp_path: Path) -> None:

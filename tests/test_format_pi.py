@@ -187,7 +187,7 @@ def test_conversion_to_openai_and_back(tmp_path: Path) -> None:
         data = plain(data)
         content = data.get("content")
         if isinstance(content, list):
-            kept = [p for p in content if p.get("type") != "thinking"]
+            kept = [p for p in content if p.get("type") not in ("thinking", "citation")]  # citation: not a chat part
             if all(p.get("type") == "text" for p in kept):
                 content = "\n\n".join(p["text"] for p in kept) if kept else (None if data.get("tool_calls") else "")
             else:

@@ -159,6 +159,8 @@ def _essentials(data: dict[str, Any]) -> tuple[Any, ...]:
     content = data.get("content")
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
     kept = [p for p in parts if p.get("type") not in ("reasoning", "web_search_call")]  # what chat cannot carry
+    if data["role"] == "assistant" and kept:  # assistant history is written as one text (a refusal's too)
+        kept = [{"type": "text", "text": "\n\n".join(p.get("text") or p.get("refusal") for p in kept)}]
     calls = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in data.get("tool_calls", [])]
     return data["role"], kept, calls, data.get("tool_call_id")
 

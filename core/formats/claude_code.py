@@ -88,7 +88,7 @@ class ClaudeCode(Codec):
         messages: list[Message] = []
         reply: dict[str, Any] | None = None  # the assistant reply whose lines are still coming
         reply_id: Any = None
-        for line in lines:
+        for line in lines[live_start(lines):]:
             data = line.data
             if data is None or data.get("type") not in MESSAGE_TYPES:
                 continue
@@ -136,15 +136,17 @@ class ClaudeCode(Codec):
         session = str(uuidlib.uuid5(_NAMESPACE, "session:" + str(len(messages))))
         envelope = {"isSidechain": False, "userType": "external", "cwd": ".", "sessionId": session, "version": "compact"}
         parent: str | None = None
+        ids = anthropic.CallIds(losses)
         for position, message in enumerate(messages):
-            data = message.data
+            data = ids.apply(message.data)
+            message = Message(data, extra=message.extra)
             role = data.get("role")
             own = str(uuidlib.uuid5(_NAMESPACE, f"{session}:{position}"))
             line: dict[str, Any] = {"parentUuid": parent, **envelope}
             if role == "assistant":
                 line.update(type="assistant", message={
                     "id": f"msg_compact_{position}", "type": "message", "role": "assistant", "model": "<synthetic>",
-                    "content": anthropic.render_assistant(data)})
+                    "content": anthropic.render_assistant(data, losses)})
             elif role == "tool":
                 line.update(type="user", message={"role": "user", "content": [anthropic.render_result(message, losses)]})
             elif role in ("system", "developer"):
@@ -156,16 +158,42 @@ class ClaudeCode(Codec):
             elif role == "user":
                 content = data.get("content")
                 line.update(type="user", message={"role": "user", "content": content if isinstance(content, str)
-                                                  else anthropic.to_blocks(content)})
+                                                  else anthropic.sendable_blocks(content, losses)})
             else:
                 losses.add(f"{role or 'role-less'} messages")
                 continue
+            if line["message"]["content"] in ("", []):
+                continue  # nothing left to send (a reply of reasoning only)
             extra_keys = [k for k in data if k not in anthropic.CARRIED]
             if extra_keys:
                 losses.add("message fields a Claude Code log has no place for (" + ", ".join(sorted(extra_keys)) + ")")
             line.update(uuid=own, timestamp="1970-01-01T00:00:00.000Z")
             parent = own
             yield line
+
+
+def live_start(lines: list[Line]) -> int:
+    """Where the history Claude Code loads starts: after the last ``compact_boundary`` line (0 when none).
+
+    What comes before it is a summarised past Claude Code does not send: kept as it is, not counted.
+    """
+    start = 0
+    for at, line in enumerate(lines):
+        data = line.data
+        if data is not None and data.get("type") == "system" and data.get("subtype") == "compact_boundary":
+            start = at + 1
+    return start
+
+
+def _without_usage(output: Any) -> Any:
+    """An assistant line without ``message.usage`` (Claude Code sizes its context from the last one)."""
+    data = output.data if isinstance(output, Line) else output
+    if not isinstance(data, dict) or data.get("type") != "assistant":
+        return output
+    message = data.get("message")
+    if not isinstance(message, dict) or "usage" not in message:
+        return output
+    return {**data, "message": {k: v for k, v in message.items() if k != "usage"}}
 
 
 def _finish(message: Message) -> Message:
@@ -257,10 +285,14 @@ class _Writer:
 
     def write(self, steps: Iterator[Any]) -> Iterator[dict[str, Any] | bytes]:
         outputs: list[Any] = []  # a Line (kept), a dict (rebuilt) or an Insert
+        first_change: int | None = None
         for step in steps:
             if isinstance(step, Keep):
                 outputs.append(step.line)
-            elif isinstance(step, Insert):
+                continue
+            if first_change is None:
+                first_change = len(outputs)
+            if isinstance(step, Insert):
                 outputs.append(step)
             elif isinstance(step, Drop):
                 self._forget(step.line.data)
@@ -270,6 +302,10 @@ class _Writer:
                     self._forget(step.line.data)
                 else:
                     outputs.append(rebuilt)
+        if first_change is not None:
+            # The usage of a reply after the first change measured a history that is no longer there; Claude
+            # Code would size its context from it and compact again. The ones before it are still true.
+            outputs[first_change:] = [_without_usage(o) for o in outputs[first_change:]]
         return self._link(outputs)
 
     def _forget(self, data: dict[str, Any] | None) -> None:

@@ -21,6 +21,7 @@ _NOT_CARRIED = {
     "redacted_thinking": "redacted thinking blocks",
     "reasoning": "reasoning items (encrypted content included)",
     "document": "document blocks",
+    "compaction": "OpenAI's encrypted compaction summaries (readable by OpenAI only), left out",
 }
 
 
@@ -51,27 +52,59 @@ class OpenAIChat(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         for message in messages:
-            yield to_chat(message.data, losses)
+            chat = to_chat(message.data, losses)
+            if chat is not None:
+                yield chat
 
 
-def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any]:
-    """A canonical message with the parts chat cannot carry left out (and counted)."""
+# The content parts each role may hold in a Chat Completions request.
+PARTS_BY_ROLE = {
+    "user": frozenset({"text", "image_url", "input_audio", "file"}),
+    "assistant": frozenset({"text", "refusal"}),
+}
+TEXT_ONLY = frozenset({"text"})
+
+
+def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
+    """A canonical message with the parts chat cannot carry left out (and counted); None when it cannot be sent.
+
+    A tool result whose call is not in the transcript (a Claude Code
+    sidechain's, answered in the parent session) has no tool_call_id to send.
+    """
+    role = data.get("role")
+    if role == "tool" and data.get("tool_call_id") is None and not data.get("tool_call_ids"):
+        losses.add("tool results whose call is not in the transcript (a parent session's), left out")
+        return None
     content = data.get("content")
     if not isinstance(content, list):
         return data
+    allowed = PARTS_BY_ROLE.get(str(role), TEXT_ONLY)
     kept: list[Any] = []
     for part in content:
         kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, str):
+            part, kind = {"type": "text", "text": part}, "text"
+        elif kind in ("input_text", "output_text") and isinstance(part.get("text"), str):
+            part, kind = {"type": "text", "text": part["text"]}, "text"
+        elif kind == "image" and isinstance(part.get("source"), dict):
+            part, kind = _image_url(part["source"]), "image_url"
+        elif kind == "input_image" and isinstance(part.get("image_url"), str):
+            image = {"url": part["image_url"], **({"detail": part["detail"]} if part.get("detail") else {})}
+            part, kind = {"type": "image_url", "image_url": image}, "image_url"
         if kind in _NOT_CARRIED:
             losses.add(_NOT_CARRIED[kind])
-        elif kind == "image" and isinstance(part.get("source"), dict):
-            kept.append(_image_url(part["source"]))
+        elif kind == "image_url" and "image_url" not in allowed:
+            losses.add(f"images in {role} messages (chat takes text only there), left out")
+        elif kind not in allowed:
+            losses.add(f"{kind or 'untyped'} content parts OpenAI chat does not take in {role} messages, left out")
         else:
             kept.append(part)
     out = dict(data)
     if not kept and data.get("tool_calls"):
         out["content"] = None
-    elif all(isinstance(p, dict) and p.get("type") == "text" for p in kept) and data.get("role") != "tool":
+    elif not kept and role == "tool":
+        out["content"] = ""
+    elif all(p.get("type") == "text" for p in kept) and role != "tool":
         out["content"] = "\n\n".join(p["text"] for p in kept) if kept else ""
     else:
         out["content"] = kept

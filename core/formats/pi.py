@@ -139,6 +139,7 @@ class PiSession(Codec):
             elif isinstance(step, Insert):
                 out.append(_Out(None, _inserted_entry(step.message), changed=True, inserted=True))
         _relink(out, dropped, tree)
+        _keep_leaf_last(out, dropped, tree)
         for item in out:
             if item.changed and item.data is not None:
                 yield item.data
@@ -286,6 +287,21 @@ def _relink(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
         for item in group:
             item.data["timestamp"] = neighbour.data["timestamp"] if neighbour else EPOCH  # type: ignore[index, union-attr]
         start = stop
+
+
+def _keep_leaf_last(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
+    """pi resumes at the file's last entry: when the old leaf went, the branch's new leaf is moved last.
+
+    Otherwise an entry of an abandoned branch written after it would become the
+    leaf, and pi would resume on that branch.
+    """
+    if tree.linear or not dropped:
+        return
+    on_path = {(line.data or {}).get("id") for line in tree.path} - set(dropped)
+    entries = [i for i, o in enumerate(out) if o.data is not None and o.data.get("type") != "session"]
+    leaf = next((i for i in reversed(entries) if out[i].inserted or out[i].data.get("id") in on_path), None)  # type: ignore[union-attr]
+    if leaf is not None and entries and leaf != entries[-1]:
+        out.append(out.pop(leaf))
 
 
 def _next_kept(tree: _Tree, order: dict[Any, int], first: str, compaction_id: Any, dropped: dict[str, Any]) -> Any:

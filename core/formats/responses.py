@@ -55,12 +55,20 @@ from core.messages import Message, result_ids, tool_calls
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
 CONTENT_PARTS = frozenset({*TEXT_PARTS, "refusal", "input_image", "input_file", "input_audio"})
+INPUT_PARTS = frozenset({"input_text", "input_image", "input_file"})
 # Keys other formats put on their lines: a line holding one is not a bare Responses item.
 FOREIGN_KEYS = frozenset({
     "payload", "message", "uuid", "parentUuid", "sessionId", "timestamp",
     "tool_calls", "tool_call_id", "messages", "conversations",
 })
 _ITEM_TYPE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# A 1x1 transparent PNG: what a cleared computer_call_output holds (its output must be a screenshot).
+BLANK_SCREENSHOT = {
+    "type": "computer_screenshot",
+    "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+}
+COMPACTION = "compaction"  # OpenAI's encrypted summary of earlier turns (the /responses/compact endpoint)
 
 # What an item is to the reader.
 MESSAGE, REASONING, CALL, OUTPUT, HOSTED, OTHER = "message", "reasoning", "call", "output", "hosted", "other"
@@ -188,15 +196,20 @@ def _native_part(part: Any, losses: Losses | None) -> Any:
     kind = part.get("type")
     if kind == "image_url":
         url = part.get("image_url")
-        return {"type": "input_image", "image_url": url.get("url", "") if isinstance(url, dict) else str(url)}
+        detail = url.get("detail", "auto") if isinstance(url, dict) else "auto"
+        return {"type": "input_image", "image_url": url.get("url", "") if isinstance(url, dict) else str(url),
+                "detail": detail}
     if kind == "image" and isinstance(part.get("source"), dict):
         source = part["source"]
         url = (f"data:{source.get('media_type', 'image/png')};base64,{source.get('data', '')}"
                if source.get("type") == "base64" else str(source.get("url", "")))
-        return {"type": "input_image", "image_url": url}
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
     if kind in _NOT_CARRIED:
         if losses is not None:
             losses.add(_NOT_CARRIED[kind])
+        return None
+    if losses is not None and kind not in INPUT_PARTS:  # written fresh: only what an input message takes
+        losses.add(f"{kind or 'untyped'} content parts a Responses input message does not take, left out")
         return None
     return part
 
@@ -251,6 +264,11 @@ class ItemReader:
         if not isinstance(item, dict):
             raise line_error(self.path, line, "this Responses item is not a JSON object")
         kind = item_kind(item)
+        if item.get("type") == COMPACTION and isinstance(item.get("encrypted_content"), str):
+            self.flush()  # an earlier compaction's summary: opaque, but a summary (never summarised again)
+            self.messages.append(origin_message({"role": "system", "content": [item]}, [line.number], summary=True,
+                                                layout=((line.number, COMPACTION),)))
+            return
         if kind == OTHER:
             return  # passes through in place
         if kind == MESSAGE:
@@ -332,12 +350,20 @@ def rebuilt_items(number_: int, item: dict[str, Any], before: Message, after: Me
     if slot is None:
         return None
     kind = slot[1]
+    if kind == COMPACTION:
+        if after.data.get("content") == before.data.get("content"):
+            return None
+        return render_items(after.data, Losses())  # folded into a new summary: written as that summary
     if kind == "text":
         content = native_content(after.data.get("content"), item.get("content"), "input_text")
         return None if content == item.get("content") else [{**item, "content": content}]
     if kind == "output":
         output = native_content(after.data.get("content"), item.get("output"), "output")
-        return None if output == item.get("output") else [{**item, "output": output}]
+        if output == item.get("output"):
+            return None
+        if item.get("type") == "computer_call_output" and not isinstance(output, dict):
+            output = BLANK_SCREENSHOT  # the API takes only a screenshot here: a blank one stands for the cleared one
+        return [{**item, "output": output}]
     if kind == "call":
         call = next((c for c in tool_calls(after.data) if str(c.get("id")) == slot[2]), None)
         if call is None:
@@ -398,17 +424,24 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
         return []
     if role != "assistant":
         role = role if role in MESSAGE_ROLES else "user"
-        return [{"type": "message", "role": role, "content": native_content(content, None, "input_text", losses)}]
+        parts = _as_parts(content)
+        carried = [p for p in parts if isinstance(p, dict) and p.get("type") == COMPACTION]
+        rest = [p for p in parts if p not in carried]
+        message = [{"type": "message", "role": role, "content": native_content(rest if carried else content, None,
+                                                                                 "input_text", losses)}]
+        return carried + (message if rest or not carried else [])
     items: list[dict[str, Any]] = []
     text: list[Any] = []
     for part in _as_parts(content):
         if _is_item_part(part):
-            items.append(part)
+            items.append(_sendable_item(part))
         else:
             text.append(part)
-    if text:
-        items.append({"type": "message", "role": "assistant",
-                      "content": native_content(text, None, "output_text", losses)})
+    said = _assistant_text(text, losses)
+    if said:
+        # The short input form: an output message (output_text parts) is valid input only with the
+        # id and status the API gave it, which a transcript rewritten by compact does not have.
+        items.append({"type": "message", "role": "assistant", "content": said})
     for call in tool_calls(data):
         function = call.get("function")
         if not isinstance(function, dict):
@@ -419,6 +452,28 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
     if isinstance(data.get("function_call"), dict):
         losses.add("legacy function calls (no call id)")
     return items
+
+
+def _assistant_text(parts: list[Any], losses: Losses) -> str:
+    """An assistant's text (refusals included) as one string; parts that are not text are counted as losses."""
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("type") in ("text", *TEXT_PARTS):
+            texts.append(part["text"])
+        elif isinstance(part, dict) and part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+            losses.add("refusals (written as assistant text: the input form has no refusal part)")
+            texts.append(part["refusal"])
+        else:
+            kind = part.get("type") if isinstance(part, dict) else None
+            losses.add(_NOT_CARRIED.get(str(kind), f"{kind or 'untyped'} parts of assistant messages, left out"))
+    return "\n\n".join(t for t in texts if t)
+
+
+def _sendable_item(item: dict[str, Any]) -> dict[str, Any]:
+    """An item kept verbatim, less the null fields the API refuses (a reasoning item's ``content: null``)."""
+    return {k: v for k, v in item.items() if v is not None or k == "encrypted_content"}
 
 
 class Responses(Codec):
