@@ -83,8 +83,6 @@ def last_text(message: dict[str, Any]) -> str:
 
 
 SESSIONS = ["cctrace-phase0-investigation.jsonl", "claude-reliability-python-to-rust-port.jsonl"]
-MID_TURN = pytest.mark.xfail(strict=True, reason="the kept window starts mid-turn: the compaction engine's "
-                             "turn-boundary rule (issue 13 item 2, the lead's) fixes it")
 
 
 def answered(session: bytes) -> set[str]:
@@ -120,7 +118,7 @@ def test_an_uncompacted_large_session_makes_claude_code_compact_it(
     assert "summary" in last_text(requests[0]["messages"][-1]).lower()
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=MID_TURN) for name in SESSIONS])
+@pytest.mark.parametrize("name", SESSIONS)
 def test_the_request_claude_code_sends_starts_with_a_user_message(
     name: str, claude_cli: Path, realdata: Path, tmp_path: Path
 ) -> None:

@@ -113,13 +113,6 @@ def test_every_message_compact_writes_is_accepted_by_the_provider_types(path: Pa
 
 # The kept window starting mid-turn is the compaction engine's (the lead's item 2 of issue 13): these
 # cases flip when its change lands. An input that itself starts with an assistant turn is its own.
-WINDOW_STARTS_MID_TURN = {
-    ("cctrace-phase0-investigation.jsonl", 2000), ("cctrace-phase0-investigation.jsonl", 8000),
-    ("claude-reliability-python-to-rust-port.jsonl", 2000), ("claude-reliability-python-to-rust-port.jsonl", 8000),
-    ("codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl", 8000), ("tau-bench-airline-task3.jsonl", 2000),
-    ("agent_session.jsonl", 2000), ("agent_session.jsonl", 8000), ("pi_no_compaction.jsonl", 2000),
-    ("pi_session.jsonl", 2000), ("responses_session.jsonl", 2000), ("codex_2025_layout.jsonl", 2000),
-}
 STARTS_WITH_ASSISTANT = {  # the input itself does
     "claude_code_resumed.jsonl",  # its first turn answers calls of an earlier session
     "gemini-cli-0.11.0-stream-json-edit-3-tool-calls.jsonl",  # its user message line was cut by its author
@@ -132,10 +125,7 @@ def window_cases() -> list[Any]:
         if path.name in STARTS_WITH_ASSISTANT:
             continue
         for budget in BUDGETS:
-            marks = [pytest.mark.xfail(strict=True, reason="the kept window starts mid-turn: the compaction "
-                                       "engine's turn-boundary rule (issue 13 item 2, the lead's) fixes it")] \
-                if (path.name, budget) in WINDOW_STARTS_MID_TURN else []
-            cases.append(pytest.param(path, budget, marks=marks, id=f"{path.name}-{budget or 'unlimited'}"))
+            cases.append(pytest.param(path, budget, id=f"{path.name}-{budget or 'unlimited'}"))
     return cases
 
 
