@@ -17,7 +17,10 @@ from core.structure import kept_lines
 from core.tokens import EncoderChoice
 from core.workspace import Workspace
 
+# The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
+# still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
 MAX_PASSES = 4
+SAFETY_PASSES = 64
 BUDGET = "budget"
 FULL = "full"
 UNLIMITED = "unlimited"
@@ -301,7 +304,8 @@ def _run_strategies(
 ) -> int:
     full = workspace.full
     passes = 0
-    for pass_number in range(1, MAX_PASSES + 1):
+    cap = MAX_PASSES if config.seed_semantics else SAFETY_PASSES
+    for pass_number in range(1, cap + 1):
         passes = pass_number
         progress = False
         for spec in config.strategies:

@@ -61,6 +61,7 @@ class Workspace:
         # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
         # does not delete the record of what an earlier one removed.
         self.own: set[int] = set()
+        self._rewritten_in_step: dict[int, dict[str, Any]] = {}
         self.source = source
         self.budget = budget
         self.counter = counter
@@ -130,12 +131,14 @@ class Workspace:
         self._reshaped = False
         self._snapshot = list(self.messages)
         self._own_snapshot = set(self.own)
+        self._rewritten_in_step: dict[int, dict[str, Any]] = {}
         self._ledger_mark = len(self.ledger)
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         del self.ledger[self._ledger_mark :]
         self.own = self._own_snapshot
+        self._rewritten_in_step = {}
         self._set_messages(self._snapshot)
         self._outcome = StepOutcome()
         self._originals = {}
@@ -271,7 +274,13 @@ class Workspace:
             self.live_tokens -= saved
         self._outcome.rewritten += 1
         self._outcome.tokens_saved += saved
+        earlier = self._rewritten_in_step.get(position)
+        if earlier is not None:  # rewritten twice in one step: the entry keeps the first "before"
+            earlier.update(tokens_after=after.tokens, reason=reason)
+            self._outcome.rewritten -= 1
+            return saved
         self._record(before, "rewritten", after.tokens, reason)
+        self._rewritten_in_step[position] = self.ledger[-1]
         return saved
 
     def _drop(self, position: int, reason: str) -> None:
@@ -283,6 +292,11 @@ class Workspace:
             self.live_tokens -= message.tokens
         self._outcome.removed += 1
         self._outcome.tokens_saved += message.tokens
+        entry = self._rewritten_in_step.pop(position, None)
+        if entry is not None:  # rewritten earlier in this step, now removed: one ledger line says so
+            entry.update(action="removed", tokens_after=0, reason=reason)
+            self._outcome.rewritten -= 1
+            return
         self._record(message, "removed", 0, reason)
 
     def _record(self, message: Message, action: str, tokens_after: int, reason: str) -> None:

@@ -262,3 +262,33 @@ def test_legacy_function_calls_stay_with_their_results() -> None:
     # Keeping 4 would split the call (line 3) from its result (line 4): the exchange goes whole.
     assert out.report["orphans"] == {"results": [], "calls": []}
     assert lines_of(out) == [1, 5, 6]
+
+
+def test_a_message_rewritten_then_removed_in_one_step_is_one_ledger_line() -> None:
+    """drop_observations takes two calls of one message one by one: the message goes once, as removed."""
+    messages = [
+        msg("system", "s"),
+        msg("user", "u1"),
+        assistant_calls(call("a", "grep", pattern="x"), call("b", "grep", pattern="y")),
+        result("a", BIG),
+        result("b", BIG),
+        msg("user", "u2"),
+    ]
+    out = run_core(messages, mode="full", strategies=["drop_observations"])
+    entries = [(e["line"], e["action"]) for e in out.report["removed"]]
+    assert sorted(entries) == [(3, "removed"), (4, "removed"), (5, "removed")]
+    assert out.report["actions"][0]["messages_changed"] == 0
+    assert out.report["actions"][0]["messages_removed"] == 3
+
+
+def test_the_default_preset_goes_on_while_it_makes_progress_so_a_rerun_changes_nothing() -> None:
+    messages = [msg("system", "s")]
+    for turn in range(8):
+        messages += [msg("user", f"u{turn} " + BIG), msg("assistant", f"a{turn}")]
+    seed = run_core(messages, max_tokens=6000, offload_turns=1, preset="seed", strategies=["drop_turns"])
+    assert seed.report["passes"] == 4 and seed.report["over_budget"] is True  # the seed's cap
+    out = run_core(messages, max_tokens=6000, offload_turns=1, summarizer="none", strategies=["drop_turns"])
+    assert out.report["over_budget"] is False and out.report["passes"] > 4
+    again = run_core([m.data for m in out.messages], max_tokens=6000, offload_turns=1, summarizer="none",
+                     strategies=["drop_turns"])
+    assert [m.data for m in again.messages] == [m.data for m in out.messages]
