@@ -113,9 +113,11 @@ def _previous_summary(workspace: Workspace, before: int) -> int | None:
 
 # Without `turns`, under a token budget: the summary may take this share of the budget (plus as
 # much again for an earlier summary it folds in), and never more than `max_tokens`.
-SUMMARY_SHARE = 0.2
+SUMMARY_SHARE = 0.25
 # A digest this much smaller than its room (share of the budget) gives the room back to the messages.
 SLACK_SHARE = 0.03
+# The share of the summary's room the summarizer's text may take.
+DIGEST_SHARE = 0.75
 MIN_SUMMARY_TOKENS = 64
 SEED_TURNS = 10
 
@@ -183,23 +185,32 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     cut = after + extra - int(AIM_SHARE * limit)
     if cut <= 0:
         return newest  # it fits whole: the span was cut one exchange too far
-    biggest = max(newest, key=lambda p: workspace.messages[p].tokens)
-    message = workspace.messages[biggest]
-    room = message.tokens - cut - 16
-    if room < MIN_PART_TOKENS:
+    # Cut the longest texts of the exchange first, each to what is left to cut; all or nothing.
+    planned: list[tuple[int, dict[str, Any]]] = []
+    for position in sorted(newest, key=lambda p: -workspace.messages[p].tokens):
+        if cut <= 0:
+            break
+        message = workspace.messages[position]
+        if workspace.pinned(position):
+            continue
+        room = max(MIN_PART_TOKENS, message.tokens - cut - 16)
+        content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
+        calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
+        if not (changed or changed_calls):
+            continue
+        data = dict(message.data)
+        if changed:
+            data["content"] = content
+        if changed_calls:
+            data["tool_calls"] = calls
+        saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
+        if saved > 0:
+            planned.append((position, data))
+            cut -= saved
+    if cut > 0:
         return set()
-    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
-    calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
-    if not (changed or changed_calls):
-        return set()
-    data = dict(message.data)
-    if changed:
-        data["content"] = content
-    if changed_calls:
-        data["tool_calls"] = calls
-    if workspace.counter.count_message(message.rewritten(data)).tokens > message.tokens - cut:
-        return set()
-    workspace.rewrite(biggest, data, "the oldest message kept: its middle cut to fill the budget exactly")
+    for position, data in planned:
+        workspace.rewrite(position, data, "among the oldest messages kept: its middle cut to fill the budget")
     return newest
 
 
@@ -242,7 +253,8 @@ def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
     return kept
 
 
-def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int) -> tuple[Any, ...]:
+def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int,
+             digest: float = 1.0) -> tuple[Any, ...]:
     """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = _previous_summary(workspace, removable[-1] + 1)
@@ -263,7 +275,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         last_turn=last_turn,
         previous=previous_body or None,
         facts=tuple(facts),
-        max_tokens=room,
+        # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
+        max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
     )
     store = workspace.seams.store
     key = _cache_key(summarizer, request)
@@ -304,12 +317,13 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
 
 def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool) -> str:
     """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the budget."""
-    summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
+    digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
+    summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
     summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     if summary_tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
         smaller = max(MIN_SUMMARY_TOKENS, room - (summary_tokens - room) - 8)
-        summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, smaller)
+        summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, smaller, digest)
         summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     budget = workspace.budget
     if (fit_budget and summarizer.name == "extractive" and budget.limit
@@ -318,14 +332,14 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         shorter = _span_to_go(workspace, summary_tokens + 8)
         if shorter and len(shorter) < len(removable):
             removable = shorter
-            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
+            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
             summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     # (Extractive only: asking a model again would cost a second call.)
     if fit_budget and summarizer.name == "extractive" and budget.limit and len(removable) > 1:
         kept = _keep_newest_partly(workspace, removable, summary_tokens)
         if kept:
             removable = [p for p in removable if p not in kept]
-            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room)
+            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
             summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     span_start = removable[0]
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
