@@ -105,8 +105,8 @@ SUMMARIZERS = ("extractive", "openai", "none")
 # output, then the oldest span summarized, then whatever still has to go, newest kept.
 DEFAULT_LIST = (
     "deduplicate_file_reads",
-    "clamp_oversized_messages",
     "clear_tool_results",
+    "clamp_oversized_messages",
     "summarize",
     "sliding_window",
     "drop_observations",

@@ -44,13 +44,14 @@ _DEFINITION = re.compile(
     r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+([A-Za-z_]\w*)"
 )
 OUTLINE_NAMES = 12
+OUTLINE_SCAN_CHARS = 64_000
 TARGET_CHARS = 100
 
 
 def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
     """The names a source file defines (functions, classes, types), in order, at most ``limit``."""
     names: dict[str, None] = {}
-    for line in text.splitlines():
+    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
         match = _DEFINITION.match(_LINE_NUMBER.sub("", line, count=1))
         if match:
             names[match.group(1)] = None

@@ -27,6 +27,9 @@ SAY_CHARS = 220
 FACT_CHARS = 200
 TARGET_CHARS = 90
 FACTS_PER_MESSAGE = 3
+# Of a tool result, the facts and the error line are looked for in this many characters.
+TOOL_SCAN_CHARS = 32_000
+DEEP_RESULTS = 400
 # An earlier summary carried over may take at most this share of the room.
 PREVIOUS_SHARE = 0.5
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.S)
@@ -92,27 +95,51 @@ def _command(arguments: Mapping[str, Any]) -> str:
     return _one_line(str(command), TARGET_CHARS)
 
 
+def _tool_facts(text: str, limit: int) -> list[str]:
+    """Prose lines of tool output that state a value ("The token is KX-4471."), not code nor tables.
+
+    Tool output is the bulk of a transcript: only its first TOOL_SCAN_CHARS are read, line by
+    line, and the cheap tests come first."""
+    found: list[str] = []
+    for line in text[:TOOL_SCAN_CHARS].splitlines():
+        line = line.strip()
+        if not 12 <= len(line) <= 160 or not line[0].isalpha() or not line.endswith((".", "!")):
+            continue
+        line = _LINE_NUMBER.sub("", line).strip()
+        if not line[:1].isupper() or line.count(" ") < 3 or _CODE_LINE.match(line):
+            continue
+        if not _VALUE.search(line) or not _STATEMENT.search(line):
+            continue
+        if sum(ch.isalpha() or ch == " " for ch in line) < 0.7 * len(line):
+            continue
+        found.append(line)
+        if len(found) >= limit:
+            break
+    return found
+
+
 def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
     """Sentences that state a value (a number, an id, a path, a name), not code; prose first."""
+    if from_tool:
+        return _tool_facts(text, limit)
     prose: list[str] = []
     other: list[str] = []
     for sentence in _SENTENCE_END.split(text):
         sentence = _LINE_NUMBER.sub("", sentence).strip()
-        if not 12 <= len(sentence) <= (FACT_CHARS if not from_tool else 160):
+        if not 12 <= len(sentence) <= FACT_CHARS:
             continue
         if _CODE_LINE.match(sentence) or not _VALUE.search(sentence) or not _STATEMENT.search(sentence):
             continue
-        if from_tool and sum(ch.isalpha() or ch == " " for ch in sentence) < 0.7 * len(sentence):
-            continue  # tables, hashes, listings: not a statement
         is_prose = sentence[0].isupper() and sentence.endswith((".", "!")) and sentence.count(" ") >= 3
         (prose if is_prose else other).append(sentence)
-    return (prose + ([] if from_tool else other))[:limit]
+    return (prose + other)[:limit]
 
 
 def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tuple[int, str] | None:
     """One line for a tool call and what it returned, with its priority."""
     path = _path(arguments)
     lines = result.count("\n") + 1 if result else 0
+    result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
     error = first_error_line(result) if result else None
     if error and tool not in CHANGE_TOOLS and tool not in SHELL_TOOLS:
         return ERROR, f"- {tool}({path or _one_line(str(next(iter(arguments.values()), '')), 60)}): {_one_line(error, SAY_CHARS)}"
@@ -145,12 +172,16 @@ def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tup
 
 def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple[list[_Line], set[str], str]:
     """The candidate lines of a span, each with its priority and position; the kinds seen; a topic."""
+    # Only the newest DEEP_RESULTS results are read for facts, errors and definitions: the summary
+    # has room for a few hundred lines, and reading every result of a long session costs seconds.
     results: dict[str, str] = {}
-    for message in messages:
+    for message in reversed(messages):
+        if len(results) >= DEEP_RESULTS:
+            break
         if message.get("role") in ("tool", "function"):
             key = message.get("tool_call_id")
             if key is not None:
-                results[str(key)] = content_text(message)
+                results.setdefault(str(key), content_text(message))
     out: list[_Line] = []
     kinds: set[str] = set()
     topic = ""
@@ -238,6 +269,10 @@ class ExtractiveSummarizer:
         chosen: list[_Line] = []
         used = 0
         for line in sorted(lines, key=lambda line: (line.priority, -line.order)):
+            if room - used < 8:
+                break  # full: counting the rest would only find they do not fit
+            if len(line.text) // 8 > room - used:
+                continue  # far too long for what is left: a token is rarely over 8 characters
             cost = counter.count_text(line.text) + 1
             if used + cost <= room:
                 chosen.append(line)

@@ -25,11 +25,12 @@ ERROR_LINE = re.compile(
 )
 
 
+ERROR_SCAN_CHARS = 32_000
 _DIFF_OR_NUMBER = re.compile(r"^\s*(?:[+-](?=\s)|\d+(?:→|\t|:))")
 
 
 def first_error_line(text: str) -> str | None:
-    for line in text.splitlines():
+    for line in text[:ERROR_SCAN_CHARS].splitlines():  # an error shows early; output can be megabytes
         if ERROR_LINE.search(line):
             # A diff's "+"/"-" and a listing's line number are not part of the error.
             return _DIFF_OR_NUMBER.sub("", line).strip()[:MAX_FACT_CHARS]
@@ -45,9 +46,13 @@ def _paths(call: Mapping[str, Any]) -> Iterable[str]:
 
 
 def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The identifiers of a span, in order of appearance, without repeats, at most MAX_FACTS."""
+    """The newest MAX_FACTS identifiers of a span, in order of appearance, without repeats.
+
+    Read newest first, and no further than needed: a long span has thousands of tool results."""
     found: dict[str, None] = {}
-    for message in messages:
+    for message in reversed(messages):
+        if len(found) >= MAX_FACTS:
+            break
         role = message.get("role")
         text = content_text(message)
         for call in tool_calls(message):
@@ -62,7 +67,7 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             error = first_error_line(text)
             if error:
                 found[error] = None
-    return [fact for fact in found if fact][:MAX_FACTS]
+    return [fact for fact in reversed(found) if fact][-MAX_FACTS:]
 
 
 def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
