@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.messages import PLACEHOLDER_PREFIX, Message, call_arguments, call_name, content_text, tool_calls
-from core.summarizers.facts import first_error_line
+from core.summarizers.facts import first_error_line, outline
 
 PREFIX = PLACEHOLDER_PREFIX
 
@@ -38,26 +38,7 @@ def with_content(message: Message, text: str) -> dict[str, object]:
 
 # -- what a removed or cleared message held, in a line a model can act on ----------------------
 
-_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: )")  # Claude Code's "   12→", cat -n's "  12\t"
-_DEFINITION = re.compile(
-    r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
-    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+([A-Za-z_]\w*)"
-)
-OUTLINE_NAMES = 12
-OUTLINE_SCAN_CHARS = 64_000
 TARGET_CHARS = 100
-
-
-def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
-    """The names a source file defines (functions, classes, types), in order, at most ``limit``."""
-    names: dict[str, None] = {}
-    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
-        match = _DEFINITION.match(_LINE_NUMBER.sub("", line, count=1))
-        if match:
-            names[match.group(1)] = None
-            if len(names) >= limit:
-                break
-    return list(names)
 
 
 def call_target(call: Mapping[str, Any]) -> str:

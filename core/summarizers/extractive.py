@@ -20,7 +20,7 @@ from typing import Any
 from core.counting import MessageCounter
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
-from core.summarizers.facts import first_error_line
+from core.summarizers.facts import LINE_NUMBER, first_error_line, outline
 
 ASK_CHARS = 400
 SAY_CHARS = 220
@@ -37,11 +37,6 @@ _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.S)
 # Priorities: lower is kept first when the budget is short.
 REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
 
-_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)")
-_DEFINITION = re.compile(
-    r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
-    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type)\s+([A-Za-z_]\w*)"
-)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _VALUE = re.compile(
     r"\d{2,}|\b[0-9a-f]{7,}\b|\b\w+(?:[._/-]\w+){1,}\b|[\w.+-]+@[\w-]+\.\w+|https?://\S+|`[^`]+`|'[^']{2,}'|\"[^\"]{2,}\""
@@ -68,15 +63,6 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _defines(text: str, limit: int = 10) -> list[str]:
-    names: dict[str, None] = {}
-    for line in text.splitlines():
-        match = _DEFINITION.match(_LINE_NUMBER.sub("", line, count=1))
-        if match:
-            names[match.group(1)] = None
-            if len(names) >= limit:
-                break
-    return list(names)
 
 
 def _path(arguments: Mapping[str, Any]) -> str:
@@ -105,7 +91,7 @@ def _tool_facts(text: str, limit: int) -> list[str]:
         line = line.strip()
         if not 12 <= len(line) <= 160 or not line[0].isalpha() or not line.endswith((".", "!")):
             continue
-        line = _LINE_NUMBER.sub("", line).strip()
+        line = LINE_NUMBER.sub("", line).strip()
         if not line[:1].isupper() or line.count(" ") < 3 or _CODE_LINE.match(line):
             continue
         if not _VALUE.search(line) or not _STATEMENT.search(line):
@@ -125,7 +111,7 @@ def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
     prose: list[str] = []
     other: list[str] = []
     for sentence in _SENTENCE_END.split(text):
-        sentence = _LINE_NUMBER.sub("", sentence).strip()
+        sentence = LINE_NUMBER.sub("", sentence).strip()
         if not 12 <= len(sentence) <= FACT_CHARS:
             continue
         if _CODE_LINE.match(sentence) or not _VALUE.search(sentence) or not _STATEMENT.search(sentence):
@@ -145,13 +131,13 @@ def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tup
         return ERROR, f"- {tool}({path or _one_line(str(next(iter(arguments.values()), '')), 60)}): {_one_line(error, SAY_CHARS)}"
     if tool in READ_TOOLS or (tool in ("str_replace_editor", "str_replace_based_edit_tool")
                               and arguments.get("command") == "view"):
-        names = _defines(result)
+        names = outline(result)
         if not names:
             return None  # the summary's "Files read" list names it
         return READ, f"- read {path or '?'} ({lines} lines): defines {', '.join(names)}"
     if tool in CHANGE_TOOLS:
         new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
-        names = _defines(str(new)) if new else []
+        names = outline(str(new)) if new else []
         if error:
             return ERROR, f"- changing {path or '?'} failed: {_one_line(error, SAY_CHARS)}"
         if not names:

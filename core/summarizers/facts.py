@@ -72,3 +72,26 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
     return [fact for fact in facts if fact not in summary]
+
+
+# -- what a source file defines -------------------------------------------------------------
+
+LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: )")  # Claude Code's "   12→", cat -n's "  12\t"
+_DEFINITION = re.compile(
+    r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+([A-Za-z_]\w*)"
+)
+OUTLINE_NAMES = 12
+OUTLINE_SCAN_CHARS = 64_000
+
+
+def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
+    """The names a source file defines (functions, classes, types), in order, at most ``limit``."""
+    names: dict[str, None] = {}
+    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
+        match = _DEFINITION.match(LINE_NUMBER.sub("", line, count=1))
+        if match:
+            names[match.group(1)] = None
+            if len(names) >= limit:
+                break
+    return list(names)
