@@ -45,7 +45,13 @@ def open_seams(config: MemoryConfig) -> Seams:
     if config.store:
         from core.store import OffloadStore
 
-        store = OffloadStore.open(config.store, max_bytes=config.store_max_bytes, at_cap=config.store_at_cap)
+        store = OffloadStore.open(config.store, max_bytes=config.store_max_bytes, at_cap=config.store_at_cap,
+                                  timeout=config.store_timeout)
+        try:
+            store.check_writable()  # a read-only, full or locked store fails the run here, once
+        except BaseException:
+            store.close()
+            raise
     return Seams(store=store, summarizer=summarizer)
 
 

@@ -150,6 +150,7 @@ class MemoryConfig:
     store: str | None = None
     store_max_bytes: int | None = None
     store_at_cap: str = "refuse"
+    store_timeout: float = 30.0
     summarizer: str | None = None
     summarizer_url: str | None = None
     summarizer_model: str | None = None

@@ -43,7 +43,7 @@ from typing import Any, Self, TypeVar
 
 import orjson
 
-from core.errors import CompactError
+from core.errors import StoreError, StoreUnavailable  # noqa: F401 - StoreError is imported from here too
 
 SCHEMA_VERSION = 1
 AT_CAP_POLICIES = ("refuse", "evict_oldest")
@@ -117,10 +117,6 @@ _GROUPS_TABLE = """CREATE TABLE IF NOT EXISTS groups (
 )"""
 
 _COLUMNS = "m.handle, m.content_hash, m.source, m.line, m.turn, m.role, m.text, m.message, m.created_at"
-
-
-class StoreError(CompactError):
-    """The offload store cannot be opened, read or written; one line naming the store and the fix."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +369,22 @@ class OffloadStore:
                 found[row[1]] = _stored(row)
         messages = [found[digest] for digest in members if digest in found]
         return messages, len(members) - len(messages)
+
+    def check_writable(self) -> None:
+        """Fail now, with one StoreUnavailable, when this store cannot take a write.
+
+        A run calls it once before any strategy: a read-only file or folder, a
+        full disk or a lock held past the timeout is then one error at the
+        start instead of a wait and an error in every strategy that offloads.
+        The probe is a real committed write (the cap in force, which offload
+        records anyway), so it exercises the lock, the journal and the disk.
+        """
+
+        def probe(db: sqlite3.Connection) -> None:
+            db.execute("UPDATE totals SET last_max_bytes = ?, last_at_cap = ? WHERE id = 1",
+                       (self.max_bytes, self.at_cap))
+
+        self._write(probe, "write")
 
     def _row(self, index: int, item: OffloadItem) -> dict[str, Any]:
         try:
@@ -638,26 +650,29 @@ class OffloadStore:
         self.close()
 
 
-def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreError:
+def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreUnavailable:
     """One readable line for a SQLite failure, naming the store and the fix."""
     text = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code == sqlite3.SQLITE_NOTADB or "not a database" in text:
-        return StoreError("not a SQLite database", path=path, fix="give --store a new file name or a store compact created")
+        return StoreUnavailable("not a SQLite database", path=path, fix="give --store a new file name or a store compact created")
     if code == sqlite3.SQLITE_CORRUPT or "malformed" in text:
-        return StoreError(f"the store is corrupt ({text})", path=path,
-                          fix="move the file aside; the next offload starts a new store")
+        return StoreUnavailable(f"the store is corrupt ({text})", path=path,
+                                fix="move the file aside; the next offload starts a new store")
     if code == sqlite3.SQLITE_FULL or "disk is full" in text:
-        return StoreError(f"cannot {action} the store: the disk is full", path=path, fix="free some space and rerun")
+        return StoreUnavailable(f"cannot {action} the store: the disk is full", path=path, fix="free some space and rerun")
     if code == sqlite3.SQLITE_READONLY or "readonly database" in text:
-        return StoreError(f"cannot {action} the store: it is read-only", path=path,
-                          fix="make the file and its folder writable, or use another --store")
+        return StoreUnavailable(f"cannot {action} the store: it is read-only", path=path,
+                                fix="make the file and its folder writable, or use another --store")
     if _is_busy(exc):
-        return StoreError(f"cannot {action} the store: another process held it locked for over {timeout:g} s",
-                          path=path, fix="rerun when the other compact run has finished")
+        return StoreUnavailable(f"cannot {action} the store: another process held it locked for over {timeout:g} s",
+                                path=path, fix="rerun when the other compact run has finished")
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
-        return StoreError("cannot open the store", path=path, fix="check the path and its folder's permissions")
-    return StoreError(f"cannot {action} the store: {text}", path=path)
+        return StoreUnavailable("cannot open the store", path=path, fix="check the path and its folder's permissions")
+    if code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
+        return StoreUnavailable(f"cannot {action} the store: disk I/O error (a full disk or a file size limit?)",
+                                path=path, fix="free some space, check the disk, and rerun")
+    return StoreUnavailable(f"cannot {action} the store: {text}", path=path)
 
 
 def _connect(path: str, *, timeout: float, create: bool) -> sqlite3.Connection:
