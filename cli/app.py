@@ -67,7 +67,7 @@ def _root(
 
 
 def _register() -> None:
-    from cli import batch, commands, graph, inspect, store
+    from cli import batch, cache, commands, graph, inspect, store
 
     app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
     app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
@@ -83,6 +83,7 @@ def _register() -> None:
     app.command(name="recall", help=store.RECALL_HELP)(store.recall)
     app.add_typer(store.store_app, name="store")
     app.command(name="batch", help=batch.BATCH_HELP, no_args_is_help=True)(batch.batch)
+    app.add_typer(cache.cache_app, name="cache")
 
 
 _register()

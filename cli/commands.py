@@ -365,7 +365,7 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
         if in_place:
             real = os.path.realpath(file)
             backup = free_backup_name(real)
-            staged.add(backup, backup_chunks(real))
+            staged.add(backup, backup_chunks(real), follow=False)  # a name the user never gave
             staged.add(real, result.chunks())
         elif output is not None:
             staged.add(output, result.chunks())

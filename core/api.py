@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, Progress, default_cache_path
+from core.counting import CountCache, MessageCounter, Progress, default_cache_path, run_memo_enabled
 from core.messages import Message
 from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
 from core.run_cache import RunCache, run_key
@@ -109,6 +109,7 @@ def compact_file(
     if (
         use_cache
         and memo_ok
+        and run_memo_enabled()
         and seams is None
         and graph_step is None
         and path != "-"
