@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
+from core import jsonio
 from core.config import MemoryConfig
 from core.counting import CountCache, MessageCounter, Progress, default_cache_path, run_memo_enabled
 from core.messages import Message
@@ -205,7 +204,7 @@ def _memo_lookup(
         return cache, key
     cache.close()
     output, report = hit
-    messages = [Message(data=orjson.loads(line), line=None, source=line) for line in output.splitlines()]
+    messages = [Message(data=jsonio.loads(line), line=None, source=line) for line in output.splitlines()]
     return CompactionResult(messages=messages, report=report, workspace=None)
 
 

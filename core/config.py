@@ -20,6 +20,10 @@ WARNING_MARKER = "CUCA context warning:"
 GRAPH_MARKER = "CUCA graph memory:"
 DEFAULT_WINDOW = 128_000
 DEFAULT_MAX_FRACTION = 0.8
+# The schema's bound on every count (tokens, messages, bytes): far past any real transcript,
+# and exact in the 64-bit integers of JSON reports and SQLite.
+MAX_COUNT = 10**15
+_COUNT_FIELDS = ("max_messages", "max_tokens", "context_window_tokens", "offload_turns", "store_max_bytes")
 
 
 @dataclass(frozen=True)
@@ -165,6 +169,13 @@ class MemoryConfig:
     strategies: tuple[StrategySpec, ...] | None = None
 
     def __post_init__(self) -> None:
+        for name in _COUNT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
+                raise ConfigError(f"{name} {value} is too large", fix=f"use at most {MAX_COUNT:,}")
+        if not 0 < self.store_timeout <= 3600 or not 0 < self.summarizer_timeout <= 86400:
+            raise ConfigError(f"store_timeout {self.store_timeout} or summarizer_timeout {self.summarizer_timeout}"
+                              " is out of range", fix="store_timeout: 0-3600 s, summarizer_timeout: 0-86400 s")
         if self.preset not in PRESETS:
             raise ConfigError(f"unknown preset {self.preset!r}", fix=f"use one of {', '.join(PRESETS)}")
         if self.strategies is None:

@@ -41,8 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-import orjson
-
+from core import jsonio
 from core.errors import StoreError, StoreUnavailable  # noqa: F401 - StoreError is imported from here too
 
 SCHEMA_VERSION = 1
@@ -136,7 +135,7 @@ class StoredMessage:
     """One offloaded message as the store holds it (source/line/turn of its first sighting)."""
 
     handle: str  # "off_" + the first 16 hex characters of content_hash
-    content_hash: str  # sha256 hex of orjson.dumps(message, option=OPT_SORT_KEYS)
+    content_hash: str  # sha256 hex of jsonio.dumps(message, sort_keys=True)
     source: str
     line: int | None
     turn: int
@@ -167,7 +166,7 @@ class RecallHit:
 
 def content_hash(message: dict[str, Any]) -> str:
     """sha256 hex of the message's canonical JSON (keys sorted)."""
-    return hashlib.sha256(orjson.dumps(message, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(jsonio.dumps(message, sort_keys=True)).hexdigest()
 
 
 def handle_of(digest: str) -> str:
@@ -389,7 +388,7 @@ class OffloadStore:
     def _row(self, index: int, item: OffloadItem) -> dict[str, Any]:
         try:
             digest = content_hash(item.message)
-            message_json = orjson.dumps(item.message).decode()
+            message_json = jsonio.dumps(item.message).decode()
         except TypeError as exc:
             raise StoreError(f"item {index}: the message is not JSON ({exc})", path=self.path) from None
         text = str(item.text)
@@ -470,7 +469,7 @@ class OffloadStore:
     def put_summary(self, key: str, text: str, meta: dict[str, Any]) -> None:
         """Cache a summary under ``key`` (replacing one there); the oldest go past ``max_summaries``."""
         try:
-            meta_json = orjson.dumps(meta).decode()
+            meta_json = jsonio.dumps(meta).decode()
         except TypeError as exc:
             raise StoreError(f"summary meta is not JSON ({exc})", path=self.path) from None
 
@@ -494,7 +493,7 @@ class OffloadStore:
         row = self._read(lambda db: db.execute("SELECT text, meta FROM summaries WHERE key = ?", (key,)).fetchone(), "read")
         if row is None:
             return None
-        return {"text": row[0], "meta": orjson.loads(row[1])}
+        return {"text": row[0], "meta": jsonio.loads(row[1])}
 
     def recall(self, query: str, *, limit: int = 5) -> list[RecallHit]:
         """The best ``limit`` messages for plain words, best first (all words, else any word)."""
@@ -711,7 +710,7 @@ def _handle_digits(handle: str, path: str) -> str:
 def _stored(row: Sequence[Any]) -> StoredMessage:
     return StoredMessage(
         handle=row[0], content_hash=row[1], source=row[2], line=row[3], turn=row[4], role=row[5],
-        text=row[6], message=orjson.loads(row[7]), created_at=row[8],
+        text=row[6], message=jsonio.loads(row[7]), created_at=row[8],
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from core import jsonio
 from core.errors import InputError
 from core.fileio import atomic_write_chunks
 from core.messages import ROLES, Message
@@ -179,7 +180,7 @@ def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, An
 def parse_json_object(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
     """One line as a JSON object; malformed JSON, bad UTF-8 or another JSON value is an InputError."""
     try:
-        data = orjson.loads(line)
+        data = jsonio.loads(line)
     except orjson.JSONDecodeError as exc:
         _check_utf8(line, path, number)
         reason = str(exc.msg).split(":")[0]

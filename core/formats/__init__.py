@@ -42,6 +42,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from core import jsonio
 from core.errors import InputError
 from core.formats.base import Codec, Decoded, Line, Losses, number, serialise_lines
 from core.messages import Message
@@ -210,7 +211,7 @@ def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None 
         with open(path, "rb") as stream:
             raw = stream.read()
     try:
-        elements = orjson.loads(raw.removeprefix(_UTF8_BOM))
+        elements = jsonio.loads(raw.removeprefix(_UTF8_BOM))
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
@@ -233,7 +234,7 @@ def array_lines(elements: Any, name: str) -> bytes:
                                'or a message',
             )
     try:
-        return b"".join(orjson.dumps(element) + b"\n" for element in elements)
+        return b"".join(jsonio.dumps(element) + b"\n" for element in elements)
     except orjson.JSONEncodeError as exc:
         raise InputError(f"cannot read this JSON array: {exc}", path=name) from None
 

@@ -59,6 +59,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -148,7 +149,7 @@ class PiSession(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         ids = _IdMaker(set())
-        session = hashlib.sha256(b"".join(orjson.dumps(m.data) for m in messages)).hexdigest()
+        session = hashlib.sha256(b"".join(jsonio.dumps(m.data) for m in messages)).hexdigest()
         yield {"type": "session", "version": 3, "id": _uuid(session), "timestamp": EPOCH, "cwd": ""}
         names: dict[str, str] = {}
         own = [ids.make(f"{n}") for n in range(len(messages))]
@@ -276,7 +277,7 @@ def _relink(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
         anchor = next((o for o in out[stop:] if not o.inserted and (o.data or {}).get("id") in on_path), None)
         parent = anchor.data.get("parentId") if anchor is not None else tail  # type: ignore[union-attr]
         for item in group:
-            item.data["id"] = ids.make(orjson.dumps(item.data).decode())  # type: ignore[index]
+            item.data["id"] = ids.make(jsonio.dumps(item.data).decode())  # type: ignore[index]
             item.data["parentId"] = parent  # type: ignore[index]
             parent = item.data["id"]  # type: ignore[index]
         if anchor is not None:
@@ -400,7 +401,7 @@ def _assistant_in(message: dict[str, Any], line: Line, path: str) -> dict[str, A
             if block.get("id") is None:
                 raise line_error(path, line, "toolCall block without an id", "each pi toolCall carries its id")
             arguments = block.get("arguments", {})
-            text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+            text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
             calls.append({"id": str(block["id"]), "type": "function",
                           "function": {"name": str(block.get("name", "")), "arguments": text}})
         else:
@@ -532,11 +533,11 @@ def _call_out(call: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
     new["id"] = call.get("id")
     new["name"] = function.get("name", "")
     old = new.get("arguments")
-    if block is not None and (old if isinstance(old, str) else orjson.dumps(old).decode()) == arguments:
+    if block is not None and (old if isinstance(old, str) else jsonio.dumps(old).decode()) == arguments:
         return new  # the same arguments: the original object, key order and all
     if isinstance(arguments, str):
         try:
-            parsed = orjson.loads(arguments)
+            parsed = jsonio.loads(arguments)
         except orjson.JSONDecodeError:
             parsed = arguments
         new["arguments"] = parsed if isinstance(parsed, dict) else arguments
