@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from typing import Any
 
-import typer
 
-from cli.errors import ErrorBoundaryGroup
-from cli.help import plain_help
+def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
+    # Ctrl-C while the libraries load or the interpreter shuts down: nothing is being written,
+    # so leave at once with the usual line instead of a traceback from inside an import.
+    sys.stderr.write("compact: error: interrupted; nothing was written\n")
+    os._exit(130)
+
+
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_outside_a_command)
+
+import typer  # noqa: E402 - after the handler: this import is most of the start-up time
+
+from cli.errors import ErrorBoundaryGroup, flush_stdout  # noqa: E402
+from cli.help import plain_help  # noqa: E402
 
 DEFAULT_COMMAND = "run"
 _PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
@@ -90,4 +104,10 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> Any:
-    return app(args=argv, prog_name="compact")
+    # The error boundary (cli.errors) puts back Python's KeyboardInterrupt when a command starts:
+    # from there Ctrl-C is its one line, and staged files are removed.
+    try:
+        return app(args=argv, prog_name="compact")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done or undone: let it exit
+        flush_stdout()

@@ -318,6 +318,8 @@ def _read_config_file(path: str) -> dict[str, Any]:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"malformed TOML: {exc}", path=path, fix="a .json file is read as JSON") from None
+        except RecursionError:
+            raise ConfigError("malformed TOML: nested too deeply", path=path) from None
     if not isinstance(data, dict):
         raise ConfigError("the config must be a table/object of settings", path=path)
     return data

@@ -11,9 +11,11 @@ NaN and Infinity stay refused, as orjson refuses them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -45,14 +47,21 @@ def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
     except orjson.JSONEncodeError:
         pass
+    with deep_recursion():
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False)
+    # Lone surrogates can only sit inside strings; backslashreplace writes them as \udXXX escapes.
+    return text.encode("utf-8", "backslashreplace")
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Let the standard library's json walk values as deep as orjson reads them (1,024 levels)."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False)
+        yield
     finally:
         sys.setrecursionlimit(limit)
-    # Lone surrogates can only sit inside strings; backslashreplace writes them as \udXXX escapes.
-    return text.encode("utf-8", "backslashreplace")
 
 
 def _stdlib_loads(data: bytes | bytearray | memoryview | str, first: orjson.JSONDecodeError | None) -> Any:
@@ -65,7 +74,8 @@ def _stdlib_loads(data: bytes | bytearray | memoryview | str, first: orjson.JSON
                 raise first from None
             raise
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        with deep_recursion():
+            return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
     except RecursionError:
