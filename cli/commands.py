@@ -160,6 +160,7 @@ def run(
     unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")] = False,
     repair: Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")] = False,
+    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.")] = False,
@@ -230,6 +231,7 @@ def run(
         api_key_env=api_key_env,
         summary_prompt_file=summary_prompt,
         quality_retry=quality_retry,
+        max_line_bytes=max_line_bytes,
     )
     if graph is None and (graph_merge is not None or graph_out is not None):
         raise ConfigError("--graph-merge and --graph-out need --graph SNAPSHOT")

@@ -119,7 +119,8 @@ def compact_file(
                             formats=(source_format, target_format))
         if isinstance(memo, CompactionResult):
             return memo
-    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin)
+    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin,
+                              max_line_bytes=config.max_line_bytes)
     if transcript.format != formats.DATASET:
         _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
     if transcript.format == formats.DATASET and target_format not in (None, formats.DATASET):

@@ -357,7 +357,8 @@ def _compact_transcript(
 ) -> BatchRow:
     from core import formats
 
-    transcript = formats.read(task.input, skip_invalid=task.skip_invalid)  # any format; written back in it
+    transcript = formats.read(task.input, skip_invalid=task.skip_invalid,  # any format; written back in it
+                              max_line_bytes=config.max_line_bytes)
     try:
         lines = [m.line for m in transcript.messages] + [s["line"] for s in transcript.skipped_lines]
         check_keep_lines(config, lines, task.input)

@@ -155,6 +155,7 @@ class MemoryConfig:
     store_max_bytes: int | None = None
     store_at_cap: str = "refuse"
     store_timeout: float = 30.0
+    max_line_bytes: int = 256 << 20  # = core.transcript.DEFAULT_MAX_LINE_BYTES
     summarizer: str | None = None
     summarizer_url: str | None = None
     summarizer_model: str | None = None
@@ -173,6 +174,9 @@ class MemoryConfig:
             value = getattr(self, name)
             if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
                 raise ConfigError(f"{name} {value} is too large", fix=f"use at most {MAX_COUNT:,}")
+        if not (1 << 20) <= self.max_line_bytes <= (1 << 40):
+            raise ConfigError(f"max_line_bytes {self.max_line_bytes} is out of range",
+                              fix="give between 1 MiB (1048576) and 1 TiB")
         if not 0 < self.store_timeout <= 3600 or not 0 < self.summarizer_timeout <= 86400:
             raise ConfigError(f"store_timeout {self.store_timeout} or summarizer_timeout {self.summarizer_timeout}"
                               " is out of range", fix="store_timeout: 0-3600 s, summarizer_timeout: 0-86400 s")
