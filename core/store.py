@@ -217,6 +217,12 @@ class OffloadStore:
         self.last_evicted: list[str] = []
         # Turns a strategy announced (stage_group), written by the offload that stores their messages.
         self._pending_groups: dict[str, list[str]] = {}
+        # Rows this connection wrote or sighted: the placeholders of this run point at them,
+        # so evict_oldest never takes them (it refuses the offload instead).
+        self._ours: set[int] = set()
+        # Summaries cached during a step (begin_step): written with the step's offload, dropped
+        # with its rollback, so a step that is undone leaves no cache entry behind.
+        self._staged: dict[str, tuple[str, str]] | None = None
 
     # -- opening ---------------------------------------------------------------------
 
@@ -312,14 +318,29 @@ class OffloadStore:
         pending, self._pending_groups = self._pending_groups, {}
         rows = [self._row(index, item) for index, item in enumerate(items)]
         self.last_evicted = []
-        if not rows:
+        staged, self._staged = self._staged or {}, None
+        if not rows and not staged:
             return []
         hashes = {row["content_hash"] for row in rows}
         # A group goes in with its messages, in the same transaction, or not at all.
         groups = {digest: members for digest, members in pending.items() if hashes.issuperset(members)}
-        evicted = self._write(lambda db: self._offload_rows(db, rows, groups), "offload")
+
+        def write(db: sqlite3.Connection) -> tuple[list[str], set[int]]:
+            self._put_summaries(db, staged)
+            return self._offload_rows(db, rows, groups) if rows else ([], set())
+
+        evicted, referenced = self._write(write, "offload")
+        self._ours |= referenced
         self.last_evicted = evicted
         return [row["handle"] for row in rows]
+
+    def begin_step(self) -> None:
+        """From now until ``offload`` (the step's end) or ``discard_step``, summaries are staged."""
+        self._staged = {}
+
+    def discard_step(self) -> None:
+        """The step was rolled back: forget the summaries it cached."""
+        self._staged = None
 
     def stage_group(self, messages: Sequence[dict[str, Any]]) -> str:
         """The handle that recalls all of ``messages`` (an offloaded turn), in order.
@@ -404,7 +425,7 @@ class OffloadStore:
 
     def _offload_rows(
         self, db: sqlite3.Connection, rows: list[dict[str, Any]], groups: dict[str, list[str]] | None = None
-    ) -> list[str]:
+    ) -> tuple[list[str], set[int]]:
         now = _now()
         if groups:
             db.execute(_GROUPS_TABLE)
@@ -427,7 +448,7 @@ class OffloadStore:
                 (message_id, row["source"], row["line"], row["turn"], now),
             )
         db.execute("UPDATE totals SET last_max_bytes = ?, last_at_cap = ? WHERE id = 1", (self.max_bytes, self.at_cap))
-        return self._enforce_cap(db, before, referenced, len(rows))
+        return self._enforce_cap(db, before, referenced | self._ours, len(rows)), referenced
 
     def _enforce_cap(self, db: sqlite3.Connection, before: int, referenced: set[int], count: int) -> list[str]:
         after = self._content_bytes(db)
@@ -453,7 +474,8 @@ class OffloadStore:
         if freed < excess:
             raise StoreError(
                 f"the {count} messages to offload need {after - freed} bytes, more than the store's"
-                f" cap of {self.max_bytes} even with every older message evicted; nothing was written",
+                f" cap of {self.max_bytes} even with every older message evicted (but those this run's"
+                " placeholders point to); nothing was written",
                 path=self.path, fix="raise the cap or offload fewer turns at a time",
             )
         ids = [message_id for message_id, _ in victims]
@@ -467,29 +489,40 @@ class OffloadStore:
         return int(db.execute("SELECT content_bytes FROM totals WHERE id = 1").fetchone()[0])
 
     def put_summary(self, key: str, text: str, meta: dict[str, Any]) -> None:
-        """Cache a summary under ``key`` (replacing one there); the oldest go past ``max_summaries``."""
+        """Cache a summary under ``key`` (replacing one there); the oldest go past ``max_summaries``.
+
+        Inside a step (``begin_step``) it is written with the step's offload, or not at all.
+        """
         try:
             meta_json = jsonio.dumps(meta).decode()
         except TypeError as exc:
             raise StoreError(f"summary meta is not JSON ({exc})", path=self.path) from None
+        if self._staged is not None:
+            self._staged[key] = (text, meta_json)
+            return
+        self._write(lambda db: self._put_summaries(db, {key: (text, meta_json)}), "cache a summary in")
 
-        def put(db: sqlite3.Connection) -> None:
+    def _put_summaries(self, db: sqlite3.Connection, entries: dict[str, tuple[str, str]]) -> None:
+        if not entries:
+            return
+        for key, (text, meta_json) in entries.items():
             db.execute(
                 "INSERT OR REPLACE INTO summaries (key, text, meta, created_at) VALUES (?, ?, ?, ?)",
                 (key, text, meta_json, _now()),
             )
-            db.execute(
-                "DELETE FROM summaries WHERE rowid IN"
-                " (SELECT rowid FROM summaries ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
-                (self.max_summaries,),
-            )
-
-        self._write(put, "cache a summary in")
+        db.execute(
+            "DELETE FROM summaries WHERE rowid IN"
+            " (SELECT rowid FROM summaries ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
+            (self.max_summaries,),
+        )
 
     # -- reading ---------------------------------------------------------------------
 
     def get_summary(self, key: str) -> dict[str, Any] | None:
         """The cached summary ``{"text": ..., "meta": {...}}`` for ``key``, or None."""
+        if self._staged and key in self._staged:
+            text, meta_json = self._staged[key]
+            return {"text": text, "meta": jsonio.loads(meta_json)}
         row = self._read(lambda db: db.execute("SELECT text, meta FROM summaries WHERE key = ?", (key,)).fetchone(), "read")
         if row is None:
             return None
