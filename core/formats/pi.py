@@ -197,14 +197,38 @@ class _Tree:
             return cls(by_id, entries, linear=True)  # version 1: no ids, one linear conversation
         path: list[Line] = []
         seen: set[int] = set()
+        before = _valid_before(lines)
         current: Line | None = entries[-1]  # pi resumes at the last entry of the file
         while current is not None and current.number not in seen:
             seen.add(current.number)
             path.append(current)
             parent = current.data.get("parentId")  # type: ignore[union-attr]
+            if isinstance(parent, str) and parent not in by_id and current.number in before:
+                # The parent is a line kept invalid (--skip-invalid): pi appends entries in order,
+                # so go on from the entry before it rather than cut the conversation (and the
+                # calls before it from their results after it) in two.
+                current = before[current.number]
+                continue
             current = by_id.get(parent) if isinstance(parent, str) else None
         path.reverse()
         return cls(by_id, path, linear=False)
+
+
+def _valid_before(lines: list[Line]) -> dict[int, Line]:
+    """For each entry right after invalid lines: the last valid entry before them."""
+    bridges: dict[int, Line] = {}
+    last_valid: Line | None = None
+    after_invalid = False
+    for line in lines:
+        if line.data is None:
+            after_invalid = True
+            continue
+        if after_invalid and last_valid is not None:
+            bridges[line.number] = last_valid
+        after_invalid = False
+        if line.data.get("type") != "session":
+            last_valid = line
+    return bridges
 
 
 def _context(tree: _Tree) -> list[Line]:
