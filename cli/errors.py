@@ -32,6 +32,11 @@ def print_error(message: str) -> None:
 
 
 DEBUG_KEY = "compact.debug"
+# Typer 0.29 vendors click as typer._click (reached through typer.core, so no click import);
+# its UsageError is what a bad option value or an unknown option raises.
+_CLICK_ERRORS = getattr(getattr(typer.core, "_click", None), "exceptions", None)
+_USAGE_ERROR: Any = getattr(_CLICK_ERRORS, "UsageError", None)
+_HELP_INSTEAD: Any = getattr(_CLICK_ERRORS, "NoArgsIsHelpError", ())  # `compact run` alone shows the help
 
 
 def usage_line(exc: Any, fallback: str = "compact") -> str:
@@ -88,6 +93,14 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         except KeyboardInterrupt:
             print_error("interrupted; nothing was written")
             raise typer.Exit(130) from None
+        except Exception as exc:
+            if (_USAGE_ERROR is None or not isinstance(exc, _USAGE_ERROR) or isinstance(exc, _HELP_INSTEAD)
+                    or debug_enabled(ctx)):
+                raise
+            # One line like every other error, instead of click's usage block of four.
+            command = exc.ctx.command_path if exc.ctx is not None else "compact"
+            print_error(f"{exc.format_message()} (see `{command} --help`)")
+            raise typer.Exit(exc.exit_code) from None
         except RecursionError:
             if debug_enabled(ctx):
                 raise
