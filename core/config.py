@@ -321,7 +321,11 @@ def _read_config_file(path: str) -> dict[str, Any]:
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"malformed TOML: {exc}", path=path, fix="a .json file is read as JSON") from None
+            where = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+            what = str(exc)[: where.start()] if where else str(exc)
+            line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
+            raise ConfigError(f"malformed TOML: {what}", path=path, line=line, column=column,
+                              fix="a .json file is read as JSON") from None
         except RecursionError:
             raise ConfigError("malformed TOML: nested too deeply", path=path) from None
     if not isinstance(data, dict):
