@@ -93,14 +93,6 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         except KeyboardInterrupt:
             print_error("interrupted; nothing was written")
             raise typer.Exit(130) from None
-        except Exception as exc:
-            if (_USAGE_ERROR is None or not isinstance(exc, _USAGE_ERROR) or isinstance(exc, _HELP_INSTEAD)
-                    or debug_enabled(ctx)):
-                raise
-            # One line like every other error, instead of click's usage block of four.
-            command = exc.ctx.command_path if exc.ctx is not None else "compact"
-            print_error(f"{exc.format_message()} (see `{command} --help`)")
-            raise typer.Exit(exc.exit_code) from None
         except RecursionError:
             if debug_enabled(ctx):
                 raise
@@ -112,6 +104,14 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
             print_error(_os_error_text(exc))
             _detach_stdout()
             raise typer.Exit(2) from None
+        except Exception as exc:
+            if (_USAGE_ERROR is None or not isinstance(exc, _USAGE_ERROR) or isinstance(exc, _HELP_INSTEAD)
+                    or debug_enabled(ctx)):
+                raise
+            # One line like every other error, instead of click's usage block of four.
+            command = exc.ctx.command_path if exc.ctx is not None else "compact"
+            print_error(f"{exc.format_message()} (see `{command} --help`)")
+            raise typer.Exit(exc.exit_code) from None
 
 
 def _os_error_text(exc: OSError) -> str:
