@@ -288,8 +288,18 @@ def run(
         from cli.render import print_table
 
         print_table(result.report, console, compacted=mode != UNLIMITED)
+    elif not quiet:
+        _warn_strategy_errors(result.report)
     if strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _warn_strategy_errors(report: dict[str, Any]) -> None:
+    """Without the table, a strategy that failed (a summarizer down) still gets a line on stderr."""
+    for action in report.get("actions") or []:
+        if action.get("error"):
+            sys.stderr.write(f"compact: warning: {action['strategy']} failed in pass {action['pass']}: "
+                             f"{' '.join(str(action['error']).split())} (its messages were left as they were)\n")
 
 
 def _check_formats(*given: str | None) -> None:

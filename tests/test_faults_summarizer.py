@@ -145,3 +145,25 @@ def _env() -> dict[str, str]:
     import os
 
     return {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+
+
+def test_a_summarizer_that_fails_is_not_silent_without_the_table(tmp_path: Path, dead_port: int) -> None:
+    (tmp_path / "c.toml").write_text("summarizer_timeout = 1\nsummarizer_retries = 0\n")
+    process = subprocess.run(
+        ["compact", str(SAMPLES / "agent_session.jsonl"), "--max-tokens", "3000", "--summarizer", "openai",
+         "--summarizer-url", f"http://127.0.0.1:{dead_port}/v1", "--summarizer-model", "m", "-c", "c.toml",
+         "-o", "out.jsonl"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert process.returncode == 0, process.stderr  # the other strategies went on (SPEC §5)
+    lines = process.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("compact: warning: summarize failed in pass 1: cannot reach")
+
+
+@pytest.fixture
+def dead_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
