@@ -32,11 +32,6 @@ def print_error(message: str) -> None:
 
 
 DEBUG_KEY = "compact.debug"
-# Typer 0.29 vendors click as typer._click (reached through typer.core, so no click import);
-# its UsageError is what a bad option value or an unknown option raises.
-_CLICK_ERRORS = getattr(getattr(typer.core, "_click", None), "exceptions", None)
-_USAGE_ERROR: Any = getattr(_CLICK_ERRORS, "UsageError", None)
-_HELP_INSTEAD: Any = getattr(_CLICK_ERRORS, "NoArgsIsHelpError", ())  # `compact run` alone shows the help
 
 
 def usage_line(exc: Any, fallback: str = "compact") -> str:
@@ -104,14 +99,6 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
             print_error(_os_error_text(exc))
             _detach_stdout()
             raise typer.Exit(2) from None
-        except Exception as exc:
-            if (_USAGE_ERROR is None or not isinstance(exc, _USAGE_ERROR) or isinstance(exc, _HELP_INSTEAD)
-                    or debug_enabled(ctx)):
-                raise
-            # One line like every other error, instead of click's usage block of four.
-            command = exc.ctx.command_path if exc.ctx is not None else "compact"
-            print_error(f"{exc.format_message()} (see `{command} --help`)")
-            raise typer.Exit(exc.exit_code) from None
 
 
 def _os_error_text(exc: OSError) -> str:

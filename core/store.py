@@ -378,7 +378,7 @@ class OffloadStore:
                              fix="give more of its characters")
         if not rows:
             return None
-        members: list[str] = orjson.loads(rows[0][0])
+        members: list[str] = jsonio.loads(rows[0][0])
         found = {}
         for start in range(0, len(members), _SQL_CHUNK):
             chunk = members[start : start + _SQL_CHUNK]
@@ -431,7 +431,7 @@ class OffloadStore:
             db.execute(_GROUPS_TABLE)
             for digest, members in groups.items():
                 db.execute("INSERT OR IGNORE INTO groups (hash, members, created_at) VALUES (?, ?, ?)",
-                           (digest, orjson.dumps(members).decode(), now))
+                           (digest, jsonio.dumps(members).decode(), now))
         before = self._content_bytes(db)
         referenced: set[int] = set()
         for row in rows:

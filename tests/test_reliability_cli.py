@@ -15,6 +15,12 @@ from tests.conftest import SAMPLES
 AGENT = SAMPLES / "agent_session.jsonl"
 
 
+def _ctrl_c_reaches_it() -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and children
+    # inherit that: give the child the usual disposition, as a terminal's foreground job has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_stdout_on_a_full_disk_is_one_line_and_exit_2() -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
@@ -44,7 +50,8 @@ def test_ctrl_c_at_any_moment_is_one_line_or_a_clean_finish(tmp_path: Path) -> N
     outcomes = set()
     for step in range(24):
         process = subprocess.Popen(["compact", str(AGENT), "--max-tokens", "3000", "--no-cache", "-o", "out.jsonl"],
-                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=_ctrl_c_reaches_it)
         time.sleep(0.08 + step * 0.025)  # past Python's own start-up (about 60 ms), into ours and beyond
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
@@ -67,7 +74,8 @@ def test_an_interrupted_batch_counts_the_outputs_its_workers_finished(tmp_path: 
     out = tmp_path / "out"
     process = subprocess.Popen(["compact", "batch", str(inputs), "--out", str(out), "--max-tokens", "3000",
                                 "-j", "2", "--no-cache", "-q"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=_ctrl_c_reaches_it)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and len(list(out.glob(".*.compact.json"))) < 2:
         time.sleep(0.02)

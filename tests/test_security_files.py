@@ -85,7 +85,7 @@ def test_the_cache_is_not_opened_through_a_planted_symlink(tmp_path: Path, isola
 # -- FILE.bak and batch outputs -----------------------------------------------------------------
 
 
-def test_a_symlink_planted_at_the_backup_is_replaced_not_followed(tmp_path: Path) -> None:
+def test_a_symlink_planted_at_the_backup_is_not_followed(tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes(AGENT.read_bytes())
     victim = tmp_path / "victim.txt"
@@ -94,7 +94,7 @@ def test_a_symlink_planted_at_the_backup_is_replaced_not_followed(tmp_path: Path
     process = run(str(transcript), "--max-tokens", "3000", "--in-place", cwd=tmp_path)
     assert process.returncode == 0, process.stderr
     assert victim.read_text() == "precious\n"
-    backup = tmp_path / "t.jsonl.bak"
+    backup = tmp_path / "t.jsonl.bak.1"  # an existing backup entry is never overwritten
     assert not backup.is_symlink() and backup.read_bytes() == AGENT.read_bytes()
 
 
@@ -102,9 +102,10 @@ def test_a_fifo_planted_at_the_backup_does_not_hang_the_run(tmp_path: Path) -> N
     transcript = tmp_path / "t.jsonl"
     transcript.write_bytes(AGENT.read_bytes())
     os.mkfifo(tmp_path / "t.jsonl.bak")
+    os.mkfifo(tmp_path / "t.jsonl.bak.1")
     process = run(str(transcript), "--max-tokens", "3000", "--in-place", cwd=tmp_path, timeout=60)
     assert process.returncode == 0, process.stderr
-    assert stat.S_ISREG(os.lstat(tmp_path / "t.jsonl.bak").st_mode)
+    assert stat.S_ISREG(os.lstat(tmp_path / "t.jsonl.bak.2").st_mode)
 
 
 def test_a_symlink_planted_at_a_batch_output_is_replaced_not_followed(tmp_path: Path) -> None:
@@ -156,11 +157,13 @@ def test_a_kill_leaves_the_previous_file_whole_and_the_next_run_cleans_up(tmp_pa
         target.write_bytes(previous)
     args = ["compact", str(source), "--unlimited", "--no-cache", flag] + (["out.jsonl"] if flag == "-o" else [])
     for delay in (0.6, 1.2, 1.8):
+        before = target.read_bytes()
         process = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        assert target.read_bytes() == (big if flag == "--in-place" else previous) or process.returncode == 0
+        if process.returncode != 0:  # killed: the file is exactly as it was, not half-written
+            assert target.read_bytes() == before
     again = subprocess.run(args, cwd=tmp_path, capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
