@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from typing import Any
 
-import typer
 
-from cli.errors import ErrorBoundaryGroup
-from cli.help import plain_help
+def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
+    # Ctrl-C while the libraries load or the interpreter shuts down: nothing is being written,
+    # so leave at once with the usual line instead of a traceback from inside an import.
+    sys.stderr.write("compact: error: interrupted; nothing was written\n")
+    os._exit(130)
+
+
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_outside_a_command)
+
+import typer  # noqa: E402 - after the handler: this import is most of the start-up time
+
+from cli.errors import ErrorBoundaryGroup, flush_stdout  # noqa: E402
+from cli.help import plain_help  # noqa: E402
 
 DEFAULT_COMMAND = "run"
 _PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
@@ -67,7 +81,7 @@ def _root(
 
 
 def _register() -> None:
-    from cli import batch, commands, graph, inspect, store
+    from cli import batch, cache, commands, graph, inspect, store
 
     app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
     app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
@@ -83,10 +97,17 @@ def _register() -> None:
     app.command(name="recall", help=store.RECALL_HELP)(store.recall)
     app.add_typer(store.store_app, name="store")
     app.command(name="batch", help=batch.BATCH_HELP, no_args_is_help=True)(batch.batch)
+    app.add_typer(cache.cache_app, name="cache")
 
 
 _register()
 
 
 def main(argv: list[str] | None = None) -> Any:
-    return app(args=argv, prog_name="compact")
+    # The error boundary (cli.errors) puts back Python's KeyboardInterrupt when a command starts:
+    # from there Ctrl-C is its one line, and staged files are removed.
+    try:
+        return app(args=argv, prog_name="compact")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is done or undone: let it exit
+        flush_stdout()

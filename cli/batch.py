@@ -125,6 +125,7 @@ def batch(
     if engine == "pool" and jobs is None:
         jobs = default_jobs()
     started = time.perf_counter()
+    wall_start = time.time()
     done: list[Any] = []
     try:
         with _progress(len(tasks), quiet) as on_row:
@@ -140,7 +141,11 @@ def batch(
             else:
                 rows = run_pool(tasks, jobs=jobs or 1, fail_fast=fail_fast, on_row=record)
     except KeyboardInterrupt:
-        sys.stderr.write(f"compact: interrupted after {len(done):,} of {len(tasks):,} inputs; the outputs written "
+        from core.batch import finished_since
+
+        # Workers finish outputs the parent never hears of once Ctrl-C reaches the whole group.
+        finished = len({row.index for row in done} | finished_since(tasks, wall_start))
+        sys.stderr.write(f"compact: interrupted after {finished:,} of {len(tasks):,} inputs; the outputs written "
                          "are whole, and a rerun resumes where this one stopped\n")
         raise typer.Exit(130) from None
     document = batch_report(tasks, rows, config=settings, out=str(out), engine=engine, jobs=jobs,

@@ -160,6 +160,7 @@ def run(
     unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")] = False,
     repair: Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")] = False,
+    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.")] = False,
@@ -230,6 +231,7 @@ def run(
         api_key_env=api_key_env,
         summary_prompt_file=summary_prompt,
         quality_retry=quality_retry,
+        max_line_bytes=max_line_bytes,
     )
     if graph is None and (graph_merge is not None or graph_out is not None):
         raise ConfigError("--graph-merge and --graph-out need --graph SNAPSHOT")
@@ -286,8 +288,18 @@ def run(
         from cli.render import print_table
 
         print_table(result.report, console, compacted=mode != UNLIMITED)
+    elif not quiet:
+        _warn_strategy_errors(result.report)
     if strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+
+
+def _warn_strategy_errors(report: dict[str, Any]) -> None:
+    """Without the table, a strategy that failed (a summarizer down) still gets a line on stderr."""
+    for action in report.get("actions") or []:
+        if action.get("error"):
+            sys.stderr.write(f"compact: warning: {action['strategy']} failed in pass {action['pass']}: "
+                             f"{' '.join(str(action['error']).split())} (its messages were left as they were)\n")
 
 
 def _check_formats(*given: str | None) -> None:
@@ -365,7 +377,7 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
         if in_place:
             real = os.path.realpath(file)
             backup = free_backup_name(real)
-            staged.add(backup, backup_chunks(real))
+            staged.add(backup, backup_chunks(real), follow=False)  # a name the user never gave
             staged.add(real, result.chunks())
         elif output is not None:
             staged.add(output, result.chunks())

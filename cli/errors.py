@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
 from typing import Any
 
@@ -71,6 +73,8 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
+            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+                signal.signal(signal.SIGINT, signal.default_int_handler)  # see cli.app: start-up had its own
             return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise
@@ -84,3 +88,44 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         except KeyboardInterrupt:
             print_error("interrupted; nothing was written")
             raise typer.Exit(130) from None
+        except RecursionError:
+            if debug_enabled(ctx):
+                raise
+            print_error("the input is nested too deeply to process (JSON nested past 1,000 levels)")
+            raise typer.Exit(2) from None
+        except OSError as exc:
+            if exc.errno == errno.EPIPE or debug_enabled(ctx):
+                raise  # a reader that stopped early (| head): click leaves quietly
+            print_error(_os_error_text(exc))
+            _detach_stdout()
+            raise typer.Exit(2) from None
+
+
+def _os_error_text(exc: OSError) -> str:
+    what = exc.strerror or str(exc)
+    if exc.filename is None:
+        return f"cannot write the output: {what} (free some space, or send the output elsewhere)"
+    return f"{exc.filename}: {what}"
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def flush_stdout() -> None:
+    """Flush stdout before the interpreter does: a full disk (/dev/full) is then one line and exit 2."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            _detach_stdout()
+            return
+        print_error(_os_error_text(exc))
+        _detach_stdout()
+        raise SystemExit(2) from None

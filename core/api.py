@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import orjson
-
+from core import jsonio
 from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, Progress, default_cache_path
+from core.counting import CountCache, MessageCounter, Progress, default_cache_path, run_memo_enabled
 from core.messages import Message
 from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
 from core.run_cache import RunCache, run_key
@@ -45,7 +44,13 @@ def open_seams(config: MemoryConfig) -> Seams:
     if config.store:
         from core.store import OffloadStore
 
-        store = OffloadStore.open(config.store, max_bytes=config.store_max_bytes, at_cap=config.store_at_cap)
+        store = OffloadStore.open(config.store, max_bytes=config.store_max_bytes, at_cap=config.store_at_cap,
+                                  timeout=config.store_timeout)
+        try:
+            store.check_writable()  # a read-only, full or locked store fails the run here, once
+        except BaseException:
+            store.close()
+            raise
     return Seams(store=store, summarizer=summarizer)
 
 
@@ -103,6 +108,7 @@ def compact_file(
     if (
         use_cache
         and memo_ok
+        and run_memo_enabled()
         and seams is None
         and graph_step is None
         and path != "-"
@@ -113,7 +119,8 @@ def compact_file(
                             formats=(source_format, target_format))
         if isinstance(memo, CompactionResult):
             return memo
-    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin)
+    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin,
+                              max_line_bytes=config.max_line_bytes)
     if transcript.format != formats.DATASET:
         _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
     if transcript.format == formats.DATASET and target_format not in (None, formats.DATASET):
@@ -198,7 +205,7 @@ def _memo_lookup(
         return cache, key
     cache.close()
     output, report = hit
-    messages = [Message(data=orjson.loads(line), line=None, source=line) for line in output.splitlines()]
+    messages = [Message(data=jsonio.loads(line), line=None, source=line) for line in output.splitlines()]
     return CompactionResult(messages=messages, report=report, workspace=None)
 
 

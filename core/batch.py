@@ -24,6 +24,7 @@ import glob
 import hashlib
 import multiprocessing
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -44,7 +45,7 @@ from core.dataset import (
     sniff_file,
 )
 from core.errors import CompactError, ConfigError, InputError
-from core.fileio import atomic_write_bytes, atomic_write_chunks
+from core.fileio import atomic_write_bytes, atomic_write_chunks, is_regular_file
 from core.pipeline import BUDGET, UNLIMITED, compact
 from core.seams import Seams
 from core.tokens import EncoderChoice, TokenCounter, load_counter
@@ -300,11 +301,31 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
     row = dataclasses.replace(row, seconds=round(time.perf_counter() - started, 4))
     sidecar = {"version": SIDECAR_VERSION, "input": task.input, "input_blake2b": input_hash,
                "settings_blake2b": task.settings, "output_blake2b": file_digest(task.output), "row": row.to_dict()}
-    atomic_write_bytes(sidecar_path(task.output), orjson.dumps(sidecar) + b"\n")
+    atomic_write_bytes(sidecar_path(task.output), orjson.dumps(sidecar) + b"\n", follow=False)
     return row
 
 
+def finished_since(tasks: Sequence[BatchTask], since: float) -> set[int]:
+    """Indexes of the tasks whose output was written whole at or after ``since`` (a time.time()).
+
+    The sidecar is written after its output, so a fresh sidecar means a whole
+    output; an interrupted batch counts these even when the worker's result
+    never reached the parent.
+    """
+    finished = set()
+    for task in tasks:
+        try:
+            info = os.lstat(sidecar_path(task.output))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_mtime >= since:
+            finished.add(task.index)
+    return finished
+
+
 def _up_to_date(task: BatchTask, input_hash: str, started: float) -> BatchRow | None:
+    if not (is_regular_file(sidecar_path(task.output)) and is_regular_file(task.output)):
+        return None  # never read through a symlink or from a FIFO planted in the output folder
     try:
         with open(sidecar_path(task.output), "rb") as handle:
             sidecar = orjson.loads(handle.read())
@@ -336,13 +357,14 @@ def _compact_transcript(
 ) -> BatchRow:
     from core import formats
 
-    transcript = formats.read(task.input, skip_invalid=task.skip_invalid)  # any format; written back in it
+    transcript = formats.read(task.input, skip_invalid=task.skip_invalid,  # any format; written back in it
+                              max_line_bytes=config.max_line_bytes)
     try:
         lines = [m.line for m in transcript.messages] + [s["line"] for s in transcript.skipped_lines]
         check_keep_lines(config, lines, task.input)
         result = compact(transcript.messages, config, counter, encoder=choice, mode=task.mode, repair=task.repair,
                          seams=seams, source=task.input, skipped_lines=transcript.skipped_lines)
-        atomic_write_chunks(task.output, formats.write(transcript, result.messages))
+        atomic_write_chunks(task.output, formats.write(transcript, result.messages), follow=False)
     finally:
         _close_source(transcript.messages)
     report = result.report
@@ -372,7 +394,7 @@ def _compact_dataset(
     compactor = DatasetCompactor(task.input, config, counter=counter, encoder=choice, mode=task.mode,
                                  repair=task.repair, skip_invalid=task.skip_invalid, seams=seams)
     with open(task.input, "rb") as stream:
-        atomic_write_chunks(task.output, compact_dataset_lines(stream, compactor))
+        atomic_write_chunks(task.output, compact_dataset_lines(stream, compactor), follow=False)
     report = compactor.report()
     return BatchRow(
         index=task.index, input=task.input, output=task.output,

@@ -20,6 +20,10 @@ WARNING_MARKER = "CUCA context warning:"
 GRAPH_MARKER = "CUCA graph memory:"
 DEFAULT_WINDOW = 128_000
 DEFAULT_MAX_FRACTION = 0.8
+# The schema's bound on every count (tokens, messages, bytes): far past any real transcript,
+# and exact in the 64-bit integers of JSON reports and SQLite.
+MAX_COUNT = 10**15
+_COUNT_FIELDS = ("max_messages", "max_tokens", "context_window_tokens", "offload_turns", "store_max_bytes")
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,8 @@ class MemoryConfig:
     store: str | None = None
     store_max_bytes: int | None = None
     store_at_cap: str = "refuse"
+    store_timeout: float = 30.0
+    max_line_bytes: int = 256 << 20  # = core.transcript.DEFAULT_MAX_LINE_BYTES
     summarizer: str | None = None
     summarizer_url: str | None = None
     summarizer_model: str | None = None
@@ -164,6 +170,16 @@ class MemoryConfig:
     strategies: tuple[StrategySpec, ...] | None = None
 
     def __post_init__(self) -> None:
+        for name in _COUNT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > MAX_COUNT:
+                raise ConfigError(f"{name} {value} is too large", fix=f"use at most {MAX_COUNT:,}")
+        if not (1 << 20) <= self.max_line_bytes <= (1 << 40):
+            raise ConfigError(f"max_line_bytes {self.max_line_bytes} is out of range",
+                              fix="give between 1 MiB (1048576) and 1 TiB")
+        if not 0 < self.store_timeout <= 3600 or not 0 < self.summarizer_timeout <= 86400:
+            raise ConfigError(f"store_timeout {self.store_timeout} or summarizer_timeout {self.summarizer_timeout}"
+                              " is out of range", fix="store_timeout: 0-3600 s, summarizer_timeout: 0-86400 s")
         if self.preset not in PRESETS:
             raise ConfigError(f"unknown preset {self.preset!r}", fix=f"use one of {', '.join(PRESETS)}")
         if self.strategies is None:
@@ -305,7 +321,13 @@ def _read_config_file(path: str) -> dict[str, Any]:
         try:
             data = tomllib.loads(raw.decode("utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"malformed TOML: {exc}", path=path, fix="a .json file is read as JSON") from None
+            where = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+            what = str(exc)[: where.start()] if where else str(exc)
+            line, column = (int(where.group(1)), int(where.group(2))) if where else (None, None)
+            raise ConfigError(f"malformed TOML: {what}", path=path, line=line, column=column,
+                              fix="a .json file is read as JSON") from None
+        except RecursionError:
+            raise ConfigError("malformed TOML: nested too deeply", path=path) from None
     if not isinstance(data, dict):
         raise ConfigError("the config must be a table/object of settings", path=path)
     return data

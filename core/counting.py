@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -27,9 +28,25 @@ def default_cache_path() -> Path:
     return Path(xdg) / "compact" / "token-counts.sqlite"
 
 
+CACHE_SUFFIXES = ("", "-wal", "-shm")
+
+
 def open_cache_db(path: Path, table_sql: str) -> sqlite3.Connection:
-    """The user's cache file (WAL, shared by concurrent runs) with ``table_sql`` applied; raises on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """The user's cache file (WAL, shared by concurrent runs) with ``table_sql`` applied; raises on failure.
+
+    The cache holds the texts' digests and, in the run memo, whole compacted
+    transcripts: it is made private (folder 0700, file 0600; SQLite gives its
+    -wal and -shm files the file's mode) and never opened through a symlink.
+    """
+    _private_folder(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # a cache made by an older compact (0644)
+    finally:
+        os.close(fd)
     db = sqlite3.connect(path, timeout=5.0)
     try:
         db.execute("PRAGMA journal_mode=WAL")
@@ -39,6 +56,31 @@ def open_cache_db(path: Path, table_sql: str) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _private_folder(folder: Path) -> None:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.name == "compact" and folder.stat().st_mode & 0o077:
+        folder.chmod(0o700)  # our own folder under ~/.cache, made 0755 by an older compact
+
+
+def clear_cache(path: Path | None = None) -> list[Path]:
+    """Delete the cache file (token counts and run memo) and its -wal/-shm; returns what was removed."""
+    path = path or default_cache_path()
+    removed = []
+    for suffix in CACHE_SUFFIXES:
+        target = Path(f"{path}{suffix}")
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(target)
+    return removed
+
+
+def run_memo_enabled() -> bool:
+    """``COMPACT_RUN_MEMO=0`` turns off the run memo (the token counts are still cached)."""
+    return os.environ.get("COMPACT_RUN_MEMO", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 class CountCache:

@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from core import jsonio
 from core.config import MemoryConfig
 from core.counting import MessageCounter
 from core.errors import InputError
@@ -55,7 +56,7 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 def looks_like_dataset(line: bytes | str) -> bool:
     """True when ``line`` is a whole conversation: a list ``messages`` and no ``role``, or a ShareGPT ``conversations`` list."""
     try:
-        data = orjson.loads(line)
+        data = jsonio.loads(line)
     except orjson.JSONDecodeError:
         return False
     return is_conversation(data)
@@ -86,7 +87,7 @@ def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str
         if line.lstrip()[:1] == b"[":  # a JSON array: the whole file is one value
             return DATASET if _array_of_conversations(line + b"\n" + rest()) else TRANSCRIPT
         try:
-            first = orjson.loads(line)
+            first = jsonio.loads(line)
         except orjson.JSONDecodeError:
             return TRANSCRIPT
         if is_chat_conversation(first):
@@ -101,7 +102,7 @@ def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str
 
 def _array_of_conversations(data: bytes) -> bool:
     try:
-        elements = orjson.loads(data)
+        elements = jsonio.loads(data)
     except orjson.JSONDecodeError:
         return False
     if not isinstance(elements, list) or not elements or not all(is_conversation(e) for e in elements):
@@ -187,10 +188,10 @@ class DatasetCompactor:
             from core.formats import sharegpt
 
             [out_line] = list(sharegpt.CODEC.encode(decoded, result.messages))  # one line in, one line out
-            return bytes(out_line) if isinstance(out_line, (bytes, memoryview)) else orjson.dumps(out_line)
+            return bytes(out_line) if isinstance(out_line, (bytes, memoryview)) else jsonio.dumps(out_line)
         out = dict(conversation)  # replacing a key's value keeps its place among the others
         out["messages"] = [m.data for m in result.messages]
-        return orjson.dumps(out)
+        return jsonio.dumps(out)
 
     def _sharegpt(self, conversation: dict[str, Any], number: int, raw: bytes) -> Decoded:
         """A ShareGPT conversation line read by the ShareGPT codec, as a one-line file of that format."""
@@ -284,7 +285,7 @@ def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
     from core.formats import array_lines
 
     try:
-        elements = orjson.loads(data)
+        elements = jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
@@ -312,7 +313,7 @@ def compact_dataset_bytes(
 
 def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
     try:
-        data = orjson.loads(raw)
+        data = jsonio.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON: {str(exc.msg).split(':')[0]}", path=name, line=number,
                          column=exc.colno, fix="each line must be one complete JSON object") from None

@@ -30,8 +30,7 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-import orjson
-
+from core import jsonio
 from core.config import MemoryConfig
 from core.messages import (
     SYSTEM_ROLES,
@@ -191,7 +190,7 @@ def between(
 
 def value_key(message: Message) -> bytes:
     """A digest of the message's JSON value (key order does not matter)."""
-    return _digest(orjson.dumps(message.data, option=orjson.OPT_SORT_KEYS))
+    return _digest(jsonio.dumps(message.data, sort_keys=True))
 
 
 def _digest(data: bytes) -> bytes:

@@ -70,6 +70,19 @@ class StrategyError(CompactError):
     """A strategy failed; recorded in the report, never fatal."""
 
 
+class StoreError(CompactError):
+    """The offload store cannot be opened, read or written; one line naming the store and the fix."""
+
+
+class StoreUnavailable(StoreError):
+    """SQLite itself failed: read-only, full disk, a lock held past the timeout, an I/O error, a corrupt file.
+
+    Unlike a refusal at the size cap (the strategy keeps its turns and the run
+    goes on), this fails the whole run: a strategy that cannot offload would
+    otherwise leave the transcript uncompacted and exit 0.
+    """
+
+
 class GraphError(CompactError):
     """A graph snapshot is invalid or a graph operation was refused."""
 

@@ -3,14 +3,21 @@
 Several outputs of one run (the transcript and its report) are staged to
 temporary files first and renamed into place together at the end, so a
 failure or Ctrl-C leaves none of them half-written or out of step. A path
-that is a symbolic link is written through to its target; a path that is
-not a regular file (a FIFO, /dev/null, /dev/stdout) is written directly,
-since it cannot be replaced by a rename.
+the user named that is a symbolic link is written through to its target; one
+that is not a regular file (a FIFO, /dev/null, /dev/stdout) is written
+directly, since it cannot be replaced by a rename. A path compact derived
+itself (``FILE.bak``, a batch output) is never followed nor opened: the rename
+replaces whatever entry is there, so a planted symlink or FIFO is harmless.
+
+Temporary files are named ``.NAME.compact-PID-XXXXXXXX.tmp``: the first write
+into a folder removes those a killed run (``kill -9``) left there, whose
+process is gone.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -26,6 +33,49 @@ def _umask() -> int:
     return mask
 
 
+_TEMP_NAME = re.compile(r"\..+\.compact-(\d+)-[A-Za-z0-9_]+\.tmp")
+_swept: set[str] = set()
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}.compact-{os.getpid()}-"
+
+
+def sweep_stale_temps(folder: Path) -> list[Path]:
+    """Remove the temporary files of compact runs that died in ``folder`` (once per folder per process)."""
+    key = os.fspath(folder)
+    if key in _swept:
+        return []
+    _swept.add(key)
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None or not entry.is_file(follow_symlinks=False) or _alive(int(match.group(1))):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            pass  # another run cleaned it, or the folder is not ours to clean
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists (another user's): not ours to judge
+    return True
+
+
 def _fail(target: Path, exc: OSError) -> InputError:
     return InputError(f"cannot write: {exc.strerror or exc}", path=str(target), fix="check the folder exists and is writable")
 
@@ -36,14 +86,20 @@ class StagedWrites:
 
     _staged: list[tuple[str, Path]] = field(default_factory=list)
 
-    def add(self, path: str | os.PathLike[str], chunks: Iterable[bytes]) -> None:
-        target = Path(os.path.realpath(path))
-        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-            self._write_special(target, chunks)
-            return
+    def add(self, path: str | os.PathLike[str], chunks: Iterable[bytes], *, follow: bool = True) -> None:
+        """Stage ``chunks`` for ``path``. ``follow=False`` for paths the user did not name: no
+        symlink is followed and no FIFO or device opened; the rename replaces the entry itself."""
+        if follow:
+            target = Path(os.path.realpath(path))
+            if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+                self._write_special(target, chunks)
+                return
+        else:
+            target = Path(os.path.abspath(path))
         directory = target.parent
+        sweep_stale_temps(directory)
         try:
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+            fd, tmp_name = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=directory)
         except OSError as exc:
             raise _fail(target, exc) from None
         self._staged.append((tmp_name, target))
@@ -53,7 +109,9 @@ class StagedWrites:
                     handle.write(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
-            mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
+            existing = target.lstat() if os.path.lexists(target) else None
+            regular = existing is not None and stat.S_ISREG(existing.st_mode)
+            mode = stat.S_IMODE(existing.st_mode) if regular and existing else 0o666 & ~_umask()
             os.chmod(tmp_name, mode)
         except OSError as exc:
             self.discard()
@@ -89,19 +147,28 @@ class StagedWrites:
         self._staged.clear()
 
 
-def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> None:
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes], *, follow: bool = True) -> None:
     """Write ``chunks`` to a temporary file beside ``path``, then rename it over ``path``.
 
     A failure at any point (bad input discovered late, disk full, Ctrl-C)
-    leaves ``path`` as it was and removes the temporary file.
+    leaves ``path`` as it was and removes the temporary file. ``follow=False``
+    for a path compact made up (see ``StagedWrites.add``).
     """
     staged = StagedWrites()
-    staged.add(path, chunks)
+    staged.add(path, chunks, follow=follow)
     staged.commit()
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    atomic_write_chunks(path, [data])
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, follow: bool = True) -> None:
+    atomic_write_chunks(path, [data], follow=follow)
+
+
+def is_regular_file(path: str | os.PathLike[str]) -> bool:
+    """True for a regular file that is not a symlink (what compact may read back of its own outputs)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def same_file(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:

@@ -16,6 +16,8 @@ import hashlib
 
 import orjson
 
+from core import jsonio
+
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = ("system", "developer")
 RESULT_ROLES = ("tool", "function")
@@ -61,7 +63,7 @@ class Message:
             return self.source
         if self.source is not None:
             return bytes(self.source)  # a reference into the transcript file
-        return orjson.dumps(self.data)
+        return jsonio.dumps(self.data)
 
 
 def iter_text_parts(content: Any) -> Iterator[str]:
@@ -119,7 +121,7 @@ def countable_text(data: Mapping[str, Any]) -> str:
         if isinstance(function, Mapping):
             pieces.append(str(function.get("name", "")))
             arguments = function.get("arguments", "")
-            pieces.append(arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode())
+            pieces.append(arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode())
     legacy = data.get("function_call")
     if isinstance(legacy, Mapping):
         pieces.append(str(legacy.get("name", "")))
@@ -174,7 +176,7 @@ def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
         return dict(arguments)
     if isinstance(arguments, str):
         try:
-            parsed = orjson.loads(arguments)
+            parsed = jsonio.loads(arguments)
         except orjson.JSONDecodeError:
             return {}
         return parsed if isinstance(parsed, dict) else {}
@@ -215,7 +217,7 @@ def starts_with_marker(data: Mapping[str, Any], marker: str) -> bool:
 
 def content_handle(data: Mapping[str, Any]) -> str:
     """The store's handle for a message: a hash of its canonical JSON (same content, same handle)."""
-    digest = hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    digest = hashlib.sha256(jsonio.dumps(data, sort_keys=True)).hexdigest()
     return f"off_{digest[:16]}"
 
 

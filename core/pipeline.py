@@ -10,6 +10,7 @@ from core import strategies
 from core.budget import FRACTION, TOKENS, Budget
 from core.config import MemoryConfig
 from core.counting import MessageCounter
+from core.errors import StoreUnavailable
 from core.messages import SYSTEM_ROLES, Message, has_text, is_summary, is_user_message, starts_with_marker
 from core.report import build_report
 from core.seams import Seams
@@ -320,6 +321,9 @@ def _run_strategies(
             try:
                 detail = info.run(workspace, spec.params)
                 outcome = workspace.end(detail)
+            except StoreUnavailable:  # the store itself broke: going on would be a silent failure
+                workspace.rollback()
+                raise
             except Exception as exc:  # a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")

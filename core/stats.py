@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-import orjson
-
+from core import jsonio
 from core.config import MemoryConfig
 from core.counting import MessageCounter
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
@@ -278,7 +277,7 @@ def _call_text(call: Any) -> str:
     function = call.get("function")
     arguments = function.get("arguments", "") if isinstance(function, dict) else ""
     if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode()
+        arguments = jsonio.dumps(arguments).decode()
     return f"{call_name(call)}\n{arguments}"
 
 

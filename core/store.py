@@ -41,9 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-import orjson
-
-from core.errors import CompactError
+from core import jsonio
+from core.errors import StoreError, StoreUnavailable  # noqa: F401 - StoreError is imported from here too
 
 SCHEMA_VERSION = 1
 AT_CAP_POLICIES = ("refuse", "evict_oldest")
@@ -119,10 +118,6 @@ _GROUPS_TABLE = """CREATE TABLE IF NOT EXISTS groups (
 _COLUMNS = "m.handle, m.content_hash, m.source, m.line, m.turn, m.role, m.text, m.message, m.created_at"
 
 
-class StoreError(CompactError):
-    """The offload store cannot be opened, read or written; one line naming the store and the fix."""
-
-
 @dataclass(frozen=True)
 class OffloadItem:
     """One message a strategy hands to the store."""
@@ -140,7 +135,7 @@ class StoredMessage:
     """One offloaded message as the store holds it (source/line/turn of its first sighting)."""
 
     handle: str  # "off_" + the first 16 hex characters of content_hash
-    content_hash: str  # sha256 hex of orjson.dumps(message, option=OPT_SORT_KEYS)
+    content_hash: str  # sha256 hex of jsonio.dumps(message, sort_keys=True)
     source: str
     line: int | None
     turn: int
@@ -171,7 +166,7 @@ class RecallHit:
 
 def content_hash(message: dict[str, Any]) -> str:
     """sha256 hex of the message's canonical JSON (keys sorted)."""
-    return hashlib.sha256(orjson.dumps(message, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(jsonio.dumps(message, sort_keys=True)).hexdigest()
 
 
 def handle_of(digest: str) -> str:
@@ -222,6 +217,12 @@ class OffloadStore:
         self.last_evicted: list[str] = []
         # Turns a strategy announced (stage_group), written by the offload that stores their messages.
         self._pending_groups: dict[str, list[str]] = {}
+        # Rows this connection wrote or sighted: the placeholders of this run point at them,
+        # so evict_oldest never takes them (it refuses the offload instead).
+        self._ours: set[int] = set()
+        # Summaries cached during a step (begin_step): written with the step's offload, dropped
+        # with its rollback, so a step that is undone leaves no cache entry behind.
+        self._staged: dict[str, tuple[str, str]] | None = None
 
     # -- opening ---------------------------------------------------------------------
 
@@ -317,14 +318,29 @@ class OffloadStore:
         pending, self._pending_groups = self._pending_groups, {}
         rows = [self._row(index, item) for index, item in enumerate(items)]
         self.last_evicted = []
-        if not rows:
+        staged, self._staged = self._staged or {}, None
+        if not rows and not staged:
             return []
         hashes = {row["content_hash"] for row in rows}
         # A group goes in with its messages, in the same transaction, or not at all.
         groups = {digest: members for digest, members in pending.items() if hashes.issuperset(members)}
-        evicted = self._write(lambda db: self._offload_rows(db, rows, groups), "offload")
+
+        def write(db: sqlite3.Connection) -> tuple[list[str], set[int]]:
+            self._put_summaries(db, staged)
+            return self._offload_rows(db, rows, groups) if rows else ([], set())
+
+        evicted, referenced = self._write(write, "offload")
+        self._ours |= referenced
         self.last_evicted = evicted
         return [row["handle"] for row in rows]
+
+    def begin_step(self) -> None:
+        """From now until ``offload`` (the step's end) or ``discard_step``, summaries are staged."""
+        self._staged = {}
+
+    def discard_step(self) -> None:
+        """The step was rolled back: forget the summaries it cached."""
+        self._staged = None
 
     def stage_group(self, messages: Sequence[dict[str, Any]]) -> str:
         """The handle that recalls all of ``messages`` (an offloaded turn), in order.
@@ -362,7 +378,7 @@ class OffloadStore:
                              fix="give more of its characters")
         if not rows:
             return None
-        members: list[str] = orjson.loads(rows[0][0])
+        members: list[str] = jsonio.loads(rows[0][0])
         found = {}
         for start in range(0, len(members), _SQL_CHUNK):
             chunk = members[start : start + _SQL_CHUNK]
@@ -374,10 +390,26 @@ class OffloadStore:
         messages = [found[digest] for digest in members if digest in found]
         return messages, len(members) - len(messages)
 
+    def check_writable(self) -> None:
+        """Fail now, with one StoreUnavailable, when this store cannot take a write.
+
+        A run calls it once before any strategy: a read-only file or folder, a
+        full disk or a lock held past the timeout is then one error at the
+        start instead of a wait and an error in every strategy that offloads.
+        The probe is a real committed write (the cap in force, which offload
+        records anyway), so it exercises the lock, the journal and the disk.
+        """
+
+        def probe(db: sqlite3.Connection) -> None:
+            db.execute("UPDATE totals SET last_max_bytes = ?, last_at_cap = ? WHERE id = 1",
+                       (self.max_bytes, self.at_cap))
+
+        self._write(probe, "write")
+
     def _row(self, index: int, item: OffloadItem) -> dict[str, Any]:
         try:
             digest = content_hash(item.message)
-            message_json = orjson.dumps(item.message).decode()
+            message_json = jsonio.dumps(item.message).decode()
         except TypeError as exc:
             raise StoreError(f"item {index}: the message is not JSON ({exc})", path=self.path) from None
         text = str(item.text)
@@ -393,13 +425,13 @@ class OffloadStore:
 
     def _offload_rows(
         self, db: sqlite3.Connection, rows: list[dict[str, Any]], groups: dict[str, list[str]] | None = None
-    ) -> list[str]:
+    ) -> tuple[list[str], set[int]]:
         now = _now()
         if groups:
             db.execute(_GROUPS_TABLE)
             for digest, members in groups.items():
                 db.execute("INSERT OR IGNORE INTO groups (hash, members, created_at) VALUES (?, ?, ?)",
-                           (digest, orjson.dumps(members).decode(), now))
+                           (digest, jsonio.dumps(members).decode(), now))
         before = self._content_bytes(db)
         referenced: set[int] = set()
         for row in rows:
@@ -416,7 +448,7 @@ class OffloadStore:
                 (message_id, row["source"], row["line"], row["turn"], now),
             )
         db.execute("UPDATE totals SET last_max_bytes = ?, last_at_cap = ? WHERE id = 1", (self.max_bytes, self.at_cap))
-        return self._enforce_cap(db, before, referenced, len(rows))
+        return self._enforce_cap(db, before, referenced | self._ours, len(rows)), referenced
 
     def _enforce_cap(self, db: sqlite3.Connection, before: int, referenced: set[int], count: int) -> list[str]:
         after = self._content_bytes(db)
@@ -442,7 +474,8 @@ class OffloadStore:
         if freed < excess:
             raise StoreError(
                 f"the {count} messages to offload need {after - freed} bytes, more than the store's"
-                f" cap of {self.max_bytes} even with every older message evicted; nothing was written",
+                f" cap of {self.max_bytes} even with every older message evicted (but those this run's"
+                " placeholders point to); nothing was written",
                 path=self.path, fix="raise the cap or offload fewer turns at a time",
             )
         ids = [message_id for message_id, _ in victims]
@@ -456,33 +489,44 @@ class OffloadStore:
         return int(db.execute("SELECT content_bytes FROM totals WHERE id = 1").fetchone()[0])
 
     def put_summary(self, key: str, text: str, meta: dict[str, Any]) -> None:
-        """Cache a summary under ``key`` (replacing one there); the oldest go past ``max_summaries``."""
+        """Cache a summary under ``key`` (replacing one there); the oldest go past ``max_summaries``.
+
+        Inside a step (``begin_step``) it is written with the step's offload, or not at all.
+        """
         try:
-            meta_json = orjson.dumps(meta).decode()
+            meta_json = jsonio.dumps(meta).decode()
         except TypeError as exc:
             raise StoreError(f"summary meta is not JSON ({exc})", path=self.path) from None
+        if self._staged is not None:
+            self._staged[key] = (text, meta_json)
+            return
+        self._write(lambda db: self._put_summaries(db, {key: (text, meta_json)}), "cache a summary in")
 
-        def put(db: sqlite3.Connection) -> None:
+    def _put_summaries(self, db: sqlite3.Connection, entries: dict[str, tuple[str, str]]) -> None:
+        if not entries:
+            return
+        for key, (text, meta_json) in entries.items():
             db.execute(
                 "INSERT OR REPLACE INTO summaries (key, text, meta, created_at) VALUES (?, ?, ?, ?)",
                 (key, text, meta_json, _now()),
             )
-            db.execute(
-                "DELETE FROM summaries WHERE rowid IN"
-                " (SELECT rowid FROM summaries ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
-                (self.max_summaries,),
-            )
-
-        self._write(put, "cache a summary in")
+        db.execute(
+            "DELETE FROM summaries WHERE rowid IN"
+            " (SELECT rowid FROM summaries ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
+            (self.max_summaries,),
+        )
 
     # -- reading ---------------------------------------------------------------------
 
     def get_summary(self, key: str) -> dict[str, Any] | None:
         """The cached summary ``{"text": ..., "meta": {...}}`` for ``key``, or None."""
+        if self._staged and key in self._staged:
+            text, meta_json = self._staged[key]
+            return {"text": text, "meta": jsonio.loads(meta_json)}
         row = self._read(lambda db: db.execute("SELECT text, meta FROM summaries WHERE key = ?", (key,)).fetchone(), "read")
         if row is None:
             return None
-        return {"text": row[0], "meta": orjson.loads(row[1])}
+        return {"text": row[0], "meta": jsonio.loads(row[1])}
 
     def recall(self, query: str, *, limit: int = 5) -> list[RecallHit]:
         """The best ``limit`` messages for plain words, best first (all words, else any word)."""
@@ -638,26 +682,29 @@ class OffloadStore:
         self.close()
 
 
-def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreError:
+def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreUnavailable:
     """One readable line for a SQLite failure, naming the store and the fix."""
     text = str(exc)
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code == sqlite3.SQLITE_NOTADB or "not a database" in text:
-        return StoreError("not a SQLite database", path=path, fix="give --store a new file name or a store compact created")
+        return StoreUnavailable("not a SQLite database", path=path, fix="give --store a new file name or a store compact created")
     if code == sqlite3.SQLITE_CORRUPT or "malformed" in text:
-        return StoreError(f"the store is corrupt ({text})", path=path,
-                          fix="move the file aside; the next offload starts a new store")
+        return StoreUnavailable(f"the store is corrupt ({text})", path=path,
+                                fix="move the file aside; the next offload starts a new store")
     if code == sqlite3.SQLITE_FULL or "disk is full" in text:
-        return StoreError(f"cannot {action} the store: the disk is full", path=path, fix="free some space and rerun")
+        return StoreUnavailable(f"cannot {action} the store: the disk is full", path=path, fix="free some space and rerun")
     if code == sqlite3.SQLITE_READONLY or "readonly database" in text:
-        return StoreError(f"cannot {action} the store: it is read-only", path=path,
-                          fix="make the file and its folder writable, or use another --store")
+        return StoreUnavailable(f"cannot {action} the store: it is read-only", path=path,
+                                fix="make the file and its folder writable, or use another --store")
     if _is_busy(exc):
-        return StoreError(f"cannot {action} the store: another process held it locked for over {timeout:g} s",
-                          path=path, fix="rerun when the other compact run has finished")
+        return StoreUnavailable(f"cannot {action} the store: another process held it locked for over {timeout:g} s",
+                                path=path, fix="rerun when the other compact run has finished")
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
-        return StoreError("cannot open the store", path=path, fix="check the path and its folder's permissions")
-    return StoreError(f"cannot {action} the store: {text}", path=path)
+        return StoreUnavailable("cannot open the store", path=path, fix="check the path and its folder's permissions")
+    if code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
+        return StoreUnavailable(f"cannot {action} the store: disk I/O error (a full disk or a file size limit?)",
+                                path=path, fix="free some space, check the disk, and rerun")
+    return StoreUnavailable(f"cannot {action} the store: {text}", path=path)
 
 
 def _connect(path: str, *, timeout: float, create: bool) -> sqlite3.Connection:
@@ -696,7 +743,7 @@ def _handle_digits(handle: str, path: str) -> str:
 def _stored(row: Sequence[Any]) -> StoredMessage:
     return StoredMessage(
         handle=row[0], content_hash=row[1], source=row[2], line=row[3], turn=row[4], role=row[5],
-        text=row[6], message=orjson.loads(row[7]), created_at=row[8],
+        text=row[6], message=jsonio.loads(row[7]), created_at=row[8],
     )
 
 

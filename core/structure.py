@@ -6,7 +6,6 @@ must go together (a call with its results) and which may not go at all.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from dataclasses import dataclass, field
@@ -28,6 +27,9 @@ from core.messages import (
 )
 
 KEEP_KINDS = ("role", "tool", "match", "line")
+# How long one `match:` pattern may search one message. The `regex` engine already
+# defuses most nested repetitions such as (a+)+; this bounds the rest, e.g. (a|aa)+$.
+MATCH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class KeepRule:
 
     kind: str
     value: str
-    pattern: re.Pattern[str] | None = None
+    pattern: Any = None  # a compiled `regex` pattern for match: rules
     lines: tuple[int, int] | None = None
 
     @classmethod
@@ -48,9 +50,11 @@ class KeepRule:
                 fix="use role:NAME, tool:NAME, match:REGEX, or line:N / line:A-B",
             )
         if kind == "match":
+            import regex  # with a per-search timeout, which the standard re module lacks
+
             try:
-                return cls(kind, value, pattern=re.compile(value))
-            except re.error as exc:
+                return cls(kind, value, pattern=regex.compile(value))
+            except regex.error as exc:
                 raise ConfigError(f"invalid regular expression in keep rule {rule!r}: {exc}") from None
         if kind == "line":
             first, dash, last = value.partition("-")
@@ -95,7 +99,14 @@ def _matches(rule: KeepRule, message: Message, names_by_call: dict[str, str]) ->
         return rule.value in names
     if rule.kind == "match":
         assert rule.pattern is not None
-        return rule.pattern.search(countable_text(data)) is not None
+        try:
+            return rule.pattern.search(countable_text(data), timeout=MATCH_SECONDS) is not None
+        except TimeoutError:
+            raise ConfigError(
+                f"keep rule {str(rule)!r} took over {MATCH_SECONDS:g} s on the message at line {message.line}"
+                " (a nested repetition such as (a|aa)+ backtracks without end)",
+                fix="simplify the pattern, e.g. a+ for (a|aa)+",
+            ) from None
     assert rule.lines is not None and message.line is not None
     return rule.lines[0] <= message.line <= rule.lines[1]
 

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from core import jsonio
 from core.errors import InputError
 from core.fileio import atomic_write_chunks
 from core.messages import ROLES, Message
@@ -25,6 +26,11 @@ _JSON_KINDS = {"list": "an array", "str": "a string", "int": "a number", "float"
 _UTF8_BOM = b"\xef\xbb\xbf"
 _BLANK = re.compile(rb"[ \t\r\f\v]*")
 READ_BLOCK = 8 << 20
+# The longest line read (--max-line-bytes): a device such as /dev/zero, or a file that is not
+# JSONL at all, is refused at this size instead of filling memory.
+DEFAULT_MAX_LINE_BYTES = 256 << 20
+MIN_MAX_LINE_BYTES = 1 << 20
+_BINARY_PROBE = 64 << 10
 
 
 @dataclass
@@ -84,10 +90,53 @@ def open_input(path: str) -> BinaryIO:
     return handle
 
 
-def _blocks(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def line_too_long(name: str, line: int, limit: int) -> InputError:
+    return InputError(
+        f"a line longer than {limit:,} bytes (binary data, or a device such as /dev/zero?)",
+        path=name, line=line, fix="give a JSONL transcript, or raise --max-line-bytes if the line is real",
+    )
+
+
+def refuse_binary(head: bytes | memoryview, name: str) -> None:
+    """A NUL byte cannot be in JSON text: say the input is binary (or UTF-16) instead of 'malformed JSON'."""
+    at = bytes(head[:_BINARY_PROBE]).find(b"\x00")
+    if at >= 0:
+        line = bytes(head[:at]).count(b"\n") + 1
+        raise InputError(
+            f"binary data, not a JSONL transcript (a NUL byte at byte {at + 1})", path=name, line=line,
+            fix="give a JSONL transcript; text in UTF-16 must be re-encoded as UTF-8",
+        )
+
+
+def read_bounded(stream: BinaryIO, name: str, max_line: int = DEFAULT_MAX_LINE_BYTES) -> bytes:
+    """All of a pipe's or device's bytes, refusing binary data and any line over ``max_line`` bytes."""
+    chunks: list[bytes] = []
+    pending = 0  # bytes of the line not yet ended
+    lines = 1
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        if not chunks:
+            refuse_binary(chunk, name)
+        first = chunk.find(b"\n")
+        if first < 0:
+            pending += len(chunk)
+        else:
+            if pending + first > max_line:
+                raise line_too_long(name, lines, max_line)
+            lines += chunk.count(b"\n")
+            pending = len(chunk) - chunk.rfind(b"\n") - 1
+        if pending > max_line:
+            raise line_too_long(name, lines, max_line)
+        chunks.append(chunk)
+
+
+def _blocks(stream: BinaryIO, name: str = "", max_line: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[tuple[int, bytes]]:
     """(offset, bytes) blocks of whole lines, so only one block is in memory at a time."""
     offset = 0
     carry = b""
+    lines_before = 0
     while True:
         block = stream.read(READ_BLOCK)
         if not block:
@@ -97,14 +146,18 @@ def _blocks(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
         block = carry + block
         cut = block.rfind(b"\n") + 1
         if cut == 0:
+            if len(block) > max_line:
+                raise line_too_long(name, lines_before + 1, max_line)
             carry = block
             continue
         yield offset, block[:cut]
+        lines_before += block.count(b"\n", 0, cut)
         offset += cut
         carry = block[cut:]
 
 
-def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | None = None) -> Transcript:
+def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | None = None,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Transcript:
     """Parse a JSONL transcript; the first bad line is an error naming its line.
 
     With ``skip_invalid`` a bad line is kept verbatim in place (as a message
@@ -114,16 +167,19 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
     transcript = Transcript(path=name, messages=[])
     number = 0
     if path == STDIN:
-        raw = (stdin if stdin is not None else sys.stdin.buffer).read()
+        raw = read_bounded(stdin if stdin is not None else sys.stdin.buffer, name, max_line_bytes)
         number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
     else:
         with open_input(path) as stream:
             if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                 source = SourceFile(stream.fileno())
-                for offset, block in _blocks(stream):
+                for offset, block in _blocks(stream, name, max_line_bytes):
+                    if offset == 0:
+                        refuse_binary(block, name)
                     number = _parse_block(transcript, block, offset, number, source, skip_invalid)
             else:  # a pipe or a device (`<(...)`, /dev/stdin): read once, keep the bytes
-                number = _parse_block(transcript, stream.read(), 0, number, None, skip_invalid)
+                raw = read_bounded(stream, name, max_line_bytes)
+                number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
     if not transcript.messages:
         if number == 0:
             raise InputError("the file is empty; a transcript needs at least one message", path=name)
@@ -179,7 +235,7 @@ def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, An
 def parse_json_object(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
     """One line as a JSON object; malformed JSON, bad UTF-8 or another JSON value is an InputError."""
     try:
-        data = orjson.loads(line)
+        data = jsonio.loads(line)
     except orjson.JSONDecodeError as exc:
         _check_utf8(line, path, number)
         reason = str(exc.msg).split(":")[0]

@@ -133,12 +133,16 @@ class Workspace:
         self._own_snapshot = set(self.own)
         self._rewritten_in_step: dict[int, dict[str, Any]] = {}
         self._ledger_mark = len(self.ledger)
+        if self.seams.store is not None:
+            self.seams.store.begin_step()  # its summary-cache writes land with the step or not at all
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         del self.ledger[self._ledger_mark :]
         self.own = self._own_snapshot
         self._rewritten_in_step = {}
+        if self.seams.store is not None:
+            self.seams.store.discard_step()
         self._set_messages(self._snapshot)
         self._outcome = StepOutcome()
         self._originals = {}
@@ -153,7 +157,7 @@ class Workspace:
         """
         outcome = self._outcome
         outcome.detail = detail
-        if self.seams.store is not None and self._originals:
+        if self.seams.store is not None:  # also writes the summaries the step cached
             self.seams.store.offload(offload_items(list(self._originals.values()), self.source))
             outcome.offloaded = len(self._originals)
         if self.removed or self._inserted or self._reshaped:

@@ -8,6 +8,7 @@ for the whole suite, or in one test module), then ask for ``chat_server``::
         chat_server.reply("a summary")        # second: a normal completion
         chat_server.delay(1.0, then="late")   # third: answers after 1 s
         chat_server.raw(b"not json")          # fourth: these bytes, HTTP 200
+        chat_server.drip(b"...", 0.5)         # fifth: these bytes, one every 0.5 s
         chat_server.default = lambda request: "..."   # every later request
         ChatClient(chat_server.url, "m").complete([...])
         headers, body = chat_server.requests[0]       # header names lower-cased
@@ -48,6 +49,8 @@ class Step:
     body: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drip: float = 0.0  # seconds between the bytes of the body (headers, then the body a byte at a time)
+    length: bool = True  # send Content-Length (False: the body ends when the connection closes)
 
 
 class ChatServer:
@@ -99,6 +102,14 @@ class ChatServer:
         """Queue exactly these bytes as the response body."""
         self._queue(Step(status=status, body=body, headers=dict(headers or {})))
 
+    def drip(self, body: bytes, interval: float) -> None:
+        """Queue a 200 whose body is sent one byte every ``interval`` seconds."""
+        self._queue(Step(body=body, drip=interval))
+
+    def unsized(self, body: bytes) -> None:
+        """Queue a 200 with no Content-Length: the body runs until the connection closes."""
+        self._queue(Step(body=body, length=False))
+
     @property
     def pending(self) -> int:
         """How many queued steps no request has used yet."""
@@ -139,7 +150,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
-        if isinstance(error, (ConnectionError, TimeoutError)):
+        if isinstance(error, (ConnectionError, TimeoutError, BrokenPipeError)):
             return  # the client gave up (its timeout) before we answered
         if error is not None:
             self.chat.errors.append(error)
@@ -166,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not chat._wait(step.delay):
             return  # stopping: the test is over, nobody is listening
         if step.body is not None:
-            self._send(step.status, step.body, step.headers)
+            self._send(step.status, step.body, step.headers, drip=step.drip, length=step.length)
             return
         text = step.text if step.text is not None else chat.default(request or {})
         self._send(step.status, _completion(request or {}, text, len(chat.requests)), step.headers)
@@ -174,15 +185,27 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._send(404, _error_json("this server only answers POST /v1/chat/completions"), {})
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+    def _send(self, status: int, body: bytes, headers: dict[str, str], *, drip: float = 0.0,
+              length: bool = True) -> None:
         self.send_response(status)
         if not any(name.lower() == "content-type" for name in headers):
             self.send_header("Content-Type", _content_type(body))
         for name, value in headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        if length:
+            self.send_header("Content-Length", str(len(body)))
+        else:
+            self.close_connection = True
         self.end_headers()
-        self.wfile.write(body)
+        if not drip:
+            self.wfile.write(body)
+            return
+        self.wfile.flush()
+        for index in range(len(body)):
+            if not self.server.chat._wait(drip):
+                return
+            self.wfile.write(body[index : index + 1])
+            self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         return  # keep test output clean

@@ -269,10 +269,14 @@ def test_at_cap_evict_oldest_deletes_the_oldest_until_the_new_ones_fit(path: Pat
     def sized(i: int) -> OffloadItem:
         return item(f"secret number {i:03d} " + "x" * 60, line=i)
 
+    def run() -> OffloadStore:  # one connection is one compact run
+        return OffloadStore.open(path, max_bytes=one * 5, at_cap="evict_oldest")
+
     one = 80 + len(orjson.dumps(sized(0).message))  # every item has the same size
-    with OffloadStore.open(path, max_bytes=one * 5, at_cap="evict_oldest") as store:
+    with run() as store:
         handles = store.offload([sized(i) for i in range(5)])
         assert store.last_evicted == []
+    with run() as store:
         newer = store.offload([sized(i) for i in range(5, 8)])
         assert store.last_evicted == handles[:3]
         for handle in handles[:3]:
@@ -282,16 +286,48 @@ def test_at_cap_evict_oldest_deletes_the_oldest_until_the_new_ones_fit(path: Pat
         assert store.stats()["content_bytes"] <= one * 5
         with OffloadStore.open(path, create=False) as reader:  # opened without a cap: the last offload's
             assert (reader.stats()["max_bytes"], reader.stats()["at_cap"]) == (one * 5, "evict_oldest")
+    with run() as store:
         # A message this offload refers to again is never the one evicted.
         store.offload([sized(3), sized(8)])
         assert store.last_evicted == [handles[4]]
         assert store.get(handles[3]) is not None
+    with run() as store:
         # New messages that cannot fit even in an empty store: refused, nothing written.
         before = counts(path)
-        with pytest.raises(StoreError, match="even with every older message evicted; nothing was written"):
+        with pytest.raises(StoreError, match="even with every older message evicted .*; nothing was written"):
             store.offload([sized(i) for i in range(100, 106)])
         assert counts(path) == before
         assert store.last_evicted == []
+
+
+def test_evict_oldest_never_takes_what_this_run_offloaded(path: Path) -> None:
+    """The placeholders of a run point at what it offloaded: a later step of the same run is refused instead."""
+    def sized(i: int) -> OffloadItem:
+        return item(f"secret number {i:03d} " + "x" * 60, line=i)
+
+    one = 80 + len(orjson.dumps(sized(0).message))
+    with OffloadStore.open(path, max_bytes=one * 5, at_cap="evict_oldest") as store:
+        handles = store.offload([sized(i) for i in range(4)])
+        before = counts(path)
+        with pytest.raises(StoreError, match="but those this run's placeholders point to"):
+            store.offload([sized(i) for i in range(4, 7)])
+        assert counts(path) == before
+        assert all(store.get(handle) is not None for handle in handles)
+
+
+def test_a_summary_cached_in_a_step_that_is_rolled_back_is_not_kept(path: Path) -> None:
+    with OffloadStore.open(path) as store:
+        store.begin_step()
+        store.put_summary("undone", "a summary", {"by": "test"})
+        assert store.get_summary("undone") is not None  # visible to the step itself
+        store.discard_step()
+        assert store.get_summary("undone") is None
+        store.begin_step()
+        store.put_summary("kept", "a summary", {"by": "test"})
+        store.offload([item("the step's offload")])
+    with OffloadStore.open(path, create=False) as reader:
+        assert reader.get_summary("undone") is None
+        assert reader.get_summary("kept") == {"text": "a summary", "meta": {"by": "test"}}
 
 
 def test_bad_cap_settings_are_refused(path: Path) -> None:

@@ -42,9 +42,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from core import jsonio
 from core.errors import InputError
 from core.formats.base import Codec, Decoded, Line, Losses, number, serialise_lines
 from core.messages import Message
+from core.transcript import DEFAULT_MAX_LINE_BYTES
 
 STDIN = "-"
 SAMPLE_LINES = 64
@@ -186,16 +188,16 @@ def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: di
     )
 
 
-def _raw_input(path: str, stdin: BinaryIO | None) -> tuple[str, bytes | None]:
+def _raw_input(path: str, stdin: BinaryIO | None, max_line: int) -> tuple[str, bytes | None]:
     """(display name, the whole input when it cannot be re-read: stdin, a pipe or a device)."""
-    if path == STDIN:
-        return "<stdin>", (stdin if stdin is not None else sys.stdin.buffer).read()
-    from core.transcript import open_input
+    from core.transcript import open_input, read_bounded
 
+    if path == STDIN:
+        return "<stdin>", read_bounded(stdin if stdin is not None else sys.stdin.buffer, "<stdin>", max_line)
     with open_input(path) as stream:
         if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
             return path, None
-        return path, stream.read()
+        return path, read_bounded(stream, path, max_line)
 
 
 def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None = None) -> bytes | None:
@@ -210,7 +212,7 @@ def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None 
         with open(path, "rb") as stream:
             raw = stream.read()
     try:
-        elements = orjson.loads(raw.removeprefix(_UTF8_BOM))
+        elements = jsonio.loads(raw.removeprefix(_UTF8_BOM))
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
@@ -233,7 +235,7 @@ def array_lines(elements: Any, name: str) -> bytes:
                                'or a message',
             )
     try:
-        return b"".join(orjson.dumps(element) + b"\n" for element in elements)
+        return b"".join(jsonio.dumps(element) + b"\n" for element in elements)
     except orjson.JSONEncodeError as exc:
         raise InputError(f"cannot read this JSON array: {exc}", path=name) from None
 
@@ -298,10 +300,14 @@ def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None 
     return lines
 
 
-def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | None, Codec]:
+def sniff(path: str, *, stdin: BinaryIO | None = None,
+          max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[str, bytes | None, Codec]:
     """(display name, buffered input or None, detected codec) without reading a regular file whole."""
-    name, raw = _raw_input(path, stdin)
+    from core.transcript import refuse_binary
+
+    name, raw = _raw_input(path, stdin, max_line_bytes)
     head = _head(path, raw)
+    refuse_binary(head, name)
     if _is_document(head[:4096]):
         if raw is None:
             with open(path, "rb") as stream:
@@ -335,19 +341,19 @@ def sniff(path: str, *, stdin: BinaryIO | None = None) -> tuple[str, bytes | Non
 
 
 def read(path: str, *, source_format: str | None = None, skip_invalid: bool = False,
-         stdin: BinaryIO | None = None) -> Decoded:
-    """Read a transcript in any format into canonical messages."""
+         stdin: BinaryIO | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Decoded:
+    """Read a transcript in any format into canonical messages; no line may be over ``max_line_bytes``."""
     if source_format is not None:
         codec = get(source_format)
-        name, raw = _raw_input(path, stdin)
+        name, raw = _raw_input(path, stdin, max_line_bytes)
         raw = _array_as_lines(path, name, raw) or raw
     else:
-        name, raw, codec = sniff(path, stdin=stdin)
+        name, raw, codec = sniff(path, stdin=stdin, max_line_bytes=max_line_bytes)
     if codec.name == OPENAI:
         from core.transcript import read_transcript
 
         transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid,
-                                     stdin=None if raw is None else io.BytesIO(raw))
+                                     stdin=None if raw is None else io.BytesIO(raw), max_line_bytes=max_line_bytes)
         transcript.path = name
         return Decoded(name, OPENAI, [], transcript.messages, transcript.skipped_lines)
     if raw is None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -71,7 +72,7 @@ def is_tool_use(block: Any) -> bool:
 def call_of(block: dict[str, Any]) -> dict[str, Any]:
     """A ``tool_use`` block as a canonical tool call."""
     return {"id": block.get("id"), "type": "function",
-            "function": {"name": block.get("name", ""), "arguments": orjson.dumps(block.get("input", {})).decode()}}
+            "function": {"name": block.get("name", ""), "arguments": jsonio.dumps(block.get("input", {})).decode()}}
 
 
 def assistant_data(blocks: Sequence[Any]) -> dict[str, Any]:
@@ -164,7 +165,7 @@ def use_block(call: Mapping[str, Any], template: dict[str, Any] | None = None) -
     function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
     arguments = function.get("arguments", "{}")
     try:
-        value = orjson.loads(arguments) if isinstance(arguments, str) else arguments
+        value = jsonio.loads(arguments) if isinstance(arguments, str) else arguments
     except orjson.JSONDecodeError:
         value = {"arguments": arguments}
     block: dict[str, Any] = dict(template) if template else {"type": "tool_use"}

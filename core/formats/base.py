@@ -20,8 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import orjson
-
+from core import jsonio
 from core.errors import InputError
 from core.messages import Message
 
@@ -212,7 +211,7 @@ class Losses:
 
 def serialise_lines(items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:
     for item in items:
-        yield item if isinstance(item, bytes) else bytes(item) if isinstance(item, memoryview) else orjson.dumps(item)
+        yield item if isinstance(item, bytes) else bytes(item) if isinstance(item, memoryview) else jsonio.dumps(item)
         yield b"\n"
 
 

@@ -59,6 +59,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -148,7 +149,7 @@ class PiSession(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         ids = _IdMaker(set())
-        session = hashlib.sha256(b"".join(orjson.dumps(m.data) for m in messages)).hexdigest()
+        session = hashlib.sha256(b"".join(jsonio.dumps(m.data) for m in messages)).hexdigest()
         yield {"type": "session", "version": 3, "id": _uuid(session), "timestamp": EPOCH, "cwd": ""}
         names: dict[str, str] = {}
         own = [ids.make(f"{n}") for n in range(len(messages))]
@@ -196,14 +197,38 @@ class _Tree:
             return cls(by_id, entries, linear=True)  # version 1: no ids, one linear conversation
         path: list[Line] = []
         seen: set[int] = set()
+        before = _valid_before(lines)
         current: Line | None = entries[-1]  # pi resumes at the last entry of the file
         while current is not None and current.number not in seen:
             seen.add(current.number)
             path.append(current)
             parent = current.data.get("parentId")  # type: ignore[union-attr]
+            if isinstance(parent, str) and parent not in by_id and current.number in before:
+                # The parent is a line kept invalid (--skip-invalid): pi appends entries in order,
+                # so go on from the entry before it rather than cut the conversation (and the
+                # calls before it from their results after it) in two.
+                current = before[current.number]
+                continue
             current = by_id.get(parent) if isinstance(parent, str) else None
         path.reverse()
         return cls(by_id, path, linear=False)
+
+
+def _valid_before(lines: list[Line]) -> dict[int, Line]:
+    """For each entry right after invalid lines: the last valid entry before them."""
+    bridges: dict[int, Line] = {}
+    last_valid: Line | None = None
+    after_invalid = False
+    for line in lines:
+        if line.data is None:
+            after_invalid = True
+            continue
+        if after_invalid and last_valid is not None:
+            bridges[line.number] = last_valid
+        after_invalid = False
+        if line.data.get("type") != "session":
+            last_valid = line
+    return bridges
 
 
 def _context(tree: _Tree) -> list[Line]:
@@ -276,7 +301,7 @@ def _relink(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
         anchor = next((o for o in out[stop:] if not o.inserted and (o.data or {}).get("id") in on_path), None)
         parent = anchor.data.get("parentId") if anchor is not None else tail  # type: ignore[union-attr]
         for item in group:
-            item.data["id"] = ids.make(orjson.dumps(item.data).decode())  # type: ignore[index]
+            item.data["id"] = ids.make(jsonio.dumps(item.data).decode())  # type: ignore[index]
             item.data["parentId"] = parent  # type: ignore[index]
             parent = item.data["id"]  # type: ignore[index]
         if anchor is not None:
@@ -400,7 +425,7 @@ def _assistant_in(message: dict[str, Any], line: Line, path: str) -> dict[str, A
             if block.get("id") is None:
                 raise line_error(path, line, "toolCall block without an id", "each pi toolCall carries its id")
             arguments = block.get("arguments", {})
-            text = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
+            text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
             calls.append({"id": str(block["id"]), "type": "function",
                           "function": {"name": str(block.get("name", "")), "arguments": text}})
         else:
@@ -532,11 +557,11 @@ def _call_out(call: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
     new["id"] = call.get("id")
     new["name"] = function.get("name", "")
     old = new.get("arguments")
-    if block is not None and (old if isinstance(old, str) else orjson.dumps(old).decode()) == arguments:
+    if block is not None and (old if isinstance(old, str) else jsonio.dumps(old).decode()) == arguments:
         return new  # the same arguments: the original object, key order and all
     if isinstance(arguments, str):
         try:
-            parsed = orjson.loads(arguments)
+            parsed = jsonio.loads(arguments)
         except orjson.JSONDecodeError:
             parsed = arguments
         new["arguments"] = parsed if isinstance(parsed, dict) else arguments

@@ -35,8 +35,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import orjson
-
+from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -225,7 +224,7 @@ def canonical_call(item: dict[str, Any]) -> dict[str, Any]:
         arguments = item["input"]
     else:
         payload = item.get("arguments", item.get("action", item.get("input")))
-        arguments = "" if payload is None else orjson.dumps(payload).decode()
+        arguments = "" if payload is None else jsonio.dumps(payload).decode()
     return {"id": item["call_id"], "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -448,7 +447,7 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
             function = {}
         arguments = function.get("arguments", "")
         items.append({"type": "function_call", "call_id": str(call.get("id")), "name": str(function.get("name", "")),
-                      "arguments": arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()})
+                      "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()})
     if isinstance(data.get("function_call"), dict):
         losses.add("legacy function calls (no call id)")
     return items

@@ -37,6 +37,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core import jsonio
 from core.errors import InputError
 from core.formats.base import (
     Codec,
@@ -166,9 +167,9 @@ class _Reader:
 
     def _calls(self, value: Any, where: str, line: Line, index: int | None) -> list[dict[str, Any]]:
         try:
-            parsed = json.loads(value) if isinstance(value, str) else value
+            parsed = jsonio.loads(value) if isinstance(value, str) else value
         except json.JSONDecodeError:
-            parsed = None
+            parsed = None  # malformed, or nested past orjson's 1,024 levels: refused below
         items = parsed if isinstance(parsed, list) else [parsed]
         if not items or not all(isinstance(i, dict) and isinstance(i.get("name"), str) for i in items):
             turn = "" if index is None else f"turn {index + 1}: "
@@ -251,13 +252,14 @@ def _call_value(calls: list[dict[str, Any]], before: Any = None) -> str:
         function = call.get("function") or {}
         arguments = function.get("arguments", "{}")
         try:
-            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+            parsed = jsonio.loads(arguments) if isinstance(arguments, str) else arguments
         except json.JSONDecodeError:
             parsed = arguments
         items.append({"name": function.get("name", ""), "arguments": parsed})
-    value = json.dumps(items[0] if len(items) == 1 else items, ensure_ascii=False)
+    with jsonio.deep_recursion():  # arguments may nest as deep as a line may (1,024 levels)
+        value = json.dumps(items[0] if len(items) == 1 else items, ensure_ascii=False)
     try:
-        if isinstance(before, str) and json.loads(before) == json.loads(value):
+        if isinstance(before, str) and jsonio.loads(before) == jsonio.loads(value):
             return before  # the same calls: the value as it was written
     except json.JSONDecodeError:
         pass

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.errors import CompactError
 from core.fileio import atomic_write_chunks
 from core.graph.caps import GraphCaps
@@ -41,7 +42,7 @@ def _array(name: str, items: Sequence[Any], last: bool) -> Iterator[bytes]:
         yield f'  "{name}": []'.encode() + tail
         return
     yield f'  "{name}": [\n'.encode()
-    dumps = orjson.dumps
+    dumps = jsonio.dumps  # orjson where it can, the standard library past 254 levels
     for start in range(0, len(items), _BATCH):
         batch = items[start : start + _BATCH]
         text = b",\n".join(b"    " + dumps(item.to_dict()) for item in batch)

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import orjson
 
+from core import jsonio
 from core.errors import GraphError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def json_path(parts: Iterable[PathPart]) -> str:
         elif _IDENTIFIER.match(part):
             text += f".{part}"
         else:
-            text += "[" + orjson.dumps(part).decode() + "]"
+            text += "[" + jsonio.dumps(part).decode() + "]"
     return text
 
 

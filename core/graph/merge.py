@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-import orjson
 
+from core import jsonio
 from core.errors import GraphError
 from core.graph.caps import GraphCaps, enforce_caps
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, exact_sum, gc_paused
@@ -93,8 +93,7 @@ def same_value(left: Any, right: Any) -> bool:
         return True
     if left != right:
         return False
-    option = orjson.OPT_SORT_KEYS
-    return orjson.dumps(left, option=option) == orjson.dumps(right, option=option)
+    return jsonio.dumps(left, sort_keys=True) == jsonio.dumps(right, sort_keys=True)
 
 
 def _node_fields(left: GraphNode, right: GraphNode) -> tuple[str, ...]:

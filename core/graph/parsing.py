@@ -157,6 +157,8 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
         with gc_paused():
             return orjson.loads(data), None, False
     except orjson.JSONDecodeError as strict_error:
+        if "depth limit" in strict_error.msg:
+            return None, _malformed(strict_error), False  # the standard library would overflow the stack
         try:
             document = json.loads(
                 data.decode("utf-8"), parse_constant=_parse_constant, parse_float=_parse_float
@@ -165,6 +167,8 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
             return None, _malformed(error), False
         except UnicodeDecodeError as error:
             return None, _invalid_utf8(data, error), False
+        except RecursionError:
+            return None, _malformed(strict_error), False
         if next(walk_non_finite(document, ()), None) is not None:
             return document, None, True
         return None, _malformed(strict_error), False

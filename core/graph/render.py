@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-import orjson
 
+from core import jsonio
 from core.errors import GraphError
 from core.graph.graph import Graph
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, total_weights
@@ -143,7 +143,7 @@ def _focus_distances(
 
 
 def _name(text: str) -> str:
-    return text if _PLAIN.match(text) else orjson.dumps(text).decode()
+    return text if _PLAIN.match(text) else jsonio.dumps(text).decode()
 
 
 def _number(value: float) -> str:
@@ -153,7 +153,7 @@ def _number(value: float) -> str:
 def _properties(properties: object, limit: int) -> str:
     if not properties:
         return ""
-    text = orjson.dumps(properties, option=orjson.OPT_SORT_KEYS).decode()
+    text = jsonio.dumps(properties, sort_keys=True).decode()
     if len(text) > limit:
         text = text[: max(limit - 1, 0)] + "…"
     return " " + text

@@ -7,7 +7,11 @@ back.
 
 The API key is read from the environment variable *named* by
 ``api_key_env`` at request time. It is never stored on the client, never
-logged, and scrubbed from every error message. Each attempt runs in its own
+logged, scrubbed from every error message and from the reply's decoded text,
+and never sent anywhere but ``base_url``: redirects are not followed.
+Each attempt is bounded as a whole (``timeout`` covers connecting, the
+headers and the body, however slowly a server drips them) and a reply is
+read up to ``MAX_REPLY_BYTES``. Each attempt runs in its own
 function that *returns* what happened instead of raising, so the
 ``SummarizerError`` the caller sees is raised outside any ``except`` block:
 it has no ``__context__``/``__cause__``, and no frame of its traceback holds
@@ -19,6 +23,7 @@ from __future__ import annotations
 import email.utils
 import http.client
 import os
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -35,6 +40,9 @@ from core.errors import ConfigError, StrategyError
 ENDPOINT = "/chat/completions"
 MAX_WAIT = 30.0  # seconds: cap on Retry-After and on the backoff
 BODY_CHARS = 200  # how much of a server's error body an error message quotes
+MAX_REPLY_BYTES = 8 << 20  # a summary is a few KB; a bigger reply is a misbehaving server
+_ERROR_BODY_BYTES = 64 << 10  # of an error reply only a snippet is quoted
+_READ_CHUNK = 64 << 10
 USER_AGENT = "compact-transcripts"
 
 _RETRY_STATUSES = frozenset({408, 429})
@@ -61,10 +69,24 @@ class _Reply:
     body: bytes = b""
     retry_after: float | None = None
     failure: str | None = None  # "timeout", "connection refused", or another transport error
+    too_large: bool = False  # the reply was over MAX_REPLY_BYTES (not retried: it would be again)
+    location: str | None = None  # where a redirect pointed (not followed)
 
     @property
     def retryable(self) -> bool:
+        if self.too_large:
+            return False
         return self.failure is not None or self.status in _RETRY_STATUSES or self.status >= 500
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuse every redirect: following one would re-send the Authorization header to whatever host it names."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises the 3xx as an HTTPError
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
 
 
 @dataclass(frozen=True)
@@ -153,25 +175,46 @@ class ChatClient:
         return headers
 
     def _send(self, payload: bytes) -> _Reply:
-        """One POST. Never raises for network or HTTP trouble: returns what happened."""
+        """One POST, bounded by ``timeout`` as a whole. Never raises: returns what happened.
+
+        The attempt runs in a daemon thread so that a server dripping its
+        headers a byte at a time cannot hold the run past the deadline; the
+        thread itself stops reading the body at the deadline.
+        """
+        deadline = time.monotonic() + self.timeout
+        outcome: list[_Reply] = []
+        worker = threading.Thread(target=lambda: outcome.append(self._attempt(payload, deadline)),
+                                  name="compact-summarizer", daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        return outcome[0] if outcome else _Reply(failure="timeout")
+
+    def _attempt(self, payload: bytes, deadline: float) -> _Reply:
         headers = self._headers()
         # Scrub the key from whatever comes back before any of it is cut into a message:
         # a server that echoes the request must not leak half a key past the redaction.
-        key = headers.get("Authorization", "").removeprefix("Bearer ").encode()
+        key = headers.get("Authorization", "").removeprefix("Bearer ")
         request = urllib.request.Request(self.endpoint, data=payload, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return _Reply(status=response.status, body=_scrub_bytes(response.read(), key))
+            with _OPENER.open(request, timeout=self.timeout) as response:
+                body, complete = _read_bounded(response, MAX_REPLY_BYTES, deadline)
+                if complete is None:
+                    return _Reply(failure="timeout")
+                if not complete:
+                    return _Reply(status=response.status, too_large=True)
+                return _Reply(status=response.status, body=_scrub_bytes(body, key))
         except urllib.error.HTTPError as error:
             with error:
+                body, _ = _read_bounded(error, _ERROR_BODY_BYTES, deadline) if error.fp else (b"", True)
                 return _Reply(
                     status=error.code,
-                    body=_scrub_bytes(_read_quietly(error), key),
+                    body=_scrub_bytes(body or b"", key),
                     retry_after=_retry_after(error.headers.get("Retry-After")),
+                    location=_scrub(_redact_url(error.headers.get("Location") or ""), key) or None,
                 )
         except urllib.error.URLError as error:
             return _Reply(failure=_describe(error.reason))
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, http.client.HTTPException, ValueError) as error:
             return _Reply(failure=_describe(error))
 
     def _wait(self, attempt: int, retry_after: float | None) -> float:
@@ -182,6 +225,11 @@ class ChatClient:
     # -- turning the last reply into text or an error -------------------------
 
     def _interpret(self, reply: _Reply, attempts: int) -> str:
+        if reply.too_large:
+            raise self._error(
+                f"{self._url()} sent a reply over {MAX_REPLY_BYTES >> 20} MiB; it was not read",
+                fix="check the server: a summary is a few kilobytes", status=reply.status, attempts=attempts,
+            )
         if reply.failure is not None:
             raise self._transport_error(reply.failure, attempts)
         if not 200 <= reply.status < 300:
@@ -200,6 +248,9 @@ class ChatClient:
                 f"{_snippet(reply.body)}",
                 fix=_PROTOCOL_FIX, status=reply.status, attempts=attempts,
             )
+        # Scrub what the text says, not only the bytes: a key the server reflects \u-escaped
+        # is the raw key once decoded, and this text goes into the transcript and the store.
+        content = _scrub(content, os.environ.get(self.api_key_env, "").strip())
         if not content.strip():
             raise self._error(
                 f"{self._url()} returned an empty reply (finish_reason: {finish})",
@@ -231,6 +282,10 @@ class ChatClient:
                 else f"${self.api_key_env} is not set; export the server's API key there"
             )
             what = f"{url} refused the request: HTTP {status}: {said}"
+        elif 300 <= status < 400:
+            where = f" to {reply.location}" if reply.location else ""
+            what = f"{url} answered HTTP {status}, a redirect{where}, which compact does not follow"
+            fix = "give the final URL as --summarizer-url (a redirect would carry the API key to another host)"
         elif status == 404:
             what = f"{url} answered HTTP 404 for model {self.model!r}: {said}"
             fix = "check the URL (the base usually ends in /v1) and the model name"
@@ -280,11 +335,27 @@ def _content(data: object) -> tuple[str | None, object]:
     return (content if isinstance(content, str) else None), finish
 
 
-def _read_quietly(error: urllib.error.HTTPError) -> bytes:
+def _read_bounded(response: Any, limit: int, deadline: float) -> tuple[bytes, bool | None]:
+    """The body up to ``limit`` bytes: (bytes, True) when whole, (bytes, False) when over the
+    limit, (bytes, None) when the deadline passed first. Transport errors read as an empty body."""
+    length = response.headers.get("Content-Length") if response.headers else None
+    if length and length.strip().isdigit() and int(length) > limit:
+        return b"", False
+    chunks: list[bytes] = []
+    size = 0
     try:
-        return error.read()
-    except (OSError, http.client.HTTPException):
-        return b""
+        while True:
+            if time.monotonic() > deadline:
+                return b"".join(chunks), None
+            chunk = response.read1(_READ_CHUNK)
+            if not chunk:
+                return b"".join(chunks), True
+            size += len(chunk)
+            if size > limit:
+                return b"", False
+            chunks.append(chunk)
+    except (OSError, http.client.HTTPException, ValueError):
+        return b"".join(chunks), True
 
 
 def _describe(reason: object) -> str:
@@ -325,21 +396,41 @@ def _server_message(body: bytes) -> str:
     return _snippet(body)
 
 
+def _decoded(body: bytes) -> bytes:
+    """A JSON body re-serialised without escapes (so the key scrub sees the key), else as it is."""
+    data = _json(body)
+    if data is _NOT_JSON:
+        return body
+    try:
+        return orjson.dumps(data)
+    except TypeError:
+        return body
+
+
 def _snippet(text: bytes | str) -> str:
     if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
+        text = _decoded(text).decode("utf-8", errors="replace")
     text = " ".join(text.split())
     if not text:
         return "(empty body)"
     return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
 
 
-def _scrub_bytes(body: bytes, key: bytes) -> bytes:
-    return body.replace(key, b"[redacted]") if key else body
+def _scrub_bytes(body: bytes, key: str) -> bytes:
+    if not key:
+        return body
+    for form in {key, urllib.parse.quote(key, safe="")}:
+        body = body.replace(form.encode(), b"[redacted]")
+    return body
 
 
 def _scrub(text: str, key: str) -> str:
-    return text.replace(key, "[redacted]") if key else text
+    """``text`` without the key, raw or percent-encoded (a JSON body is scrubbed once decoded)."""
+    if not key:
+        return text
+    for form in {key, urllib.parse.quote(key, safe="")}:
+        text = text.replace(form, "[redacted]")
+    return text
 
 
 def _tries(attempts: int) -> str:

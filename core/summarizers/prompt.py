@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from core import jsonio
 from core.messages import call_name, content_text, tool_calls
 from core.summarizers.base import PRESERVED_KINDS, TRAILER, SummaryRequest
 
@@ -62,7 +61,7 @@ def render_message(message: Mapping[str, Any]) -> str:
     for call in tool_calls(message):
         arguments = (call.get("function") or {}).get("arguments", "")
         if not isinstance(arguments, str):
-            arguments = orjson.dumps(arguments).decode()
+            arguments = jsonio.dumps(arguments).decode()
         lines.append(f"[{role} calls {call_name(call)}] {_shorten(arguments)}")
     return "\n".join(lines)
 

@@ -1,0 +1,29 @@
+"""`compact cache clear`: delete the persistent cache (token counts and the run memo)."""
+
+from __future__ import annotations
+
+import typer
+
+cache_app = typer.Typer(
+    help="The persistent cache: token counts by text digest, and the last 50 runs' results (the run memo).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@cache_app.command(name="clear", help="Delete the cache file (and its -wal/-shm); the next run starts a new one.")
+def clear() -> None:
+    from core.counting import clear_cache, default_cache_path
+
+    removed = clear_cache()
+    if removed:
+        typer.echo(f"removed {', '.join(str(p) for p in removed)}")
+    else:
+        typer.echo(f"no cache at {default_cache_path()}")
+
+
+@cache_app.command(name="path", help="Print where the cache file is (COMPACT_CACHE_DIR, XDG_CACHE_HOME, ~/.cache).")
+def path() -> None:
+    from core.counting import default_cache_path
+
+    typer.echo(str(default_cache_path()))

@@ -1,0 +1,88 @@
+"""JSON values read and written exactly, fast with orjson, by the standard library where orjson cannot.
+
+orjson reads an integer past 64 bits as a float (1111111111111111111111111
+becomes 1.1111111111111111e+24), refuses a lone surrogate escape ("\\ud800",
+which truncated emoji leave in real logs and JSON allows), and refuses to
+write values nested deeper than 254 levels, integers past 64 bits and strings
+holding a lone surrogate. Each of those goes through the standard ``json``
+module instead, so every field of a message survives a rewrite unchanged.
+NaN and Infinity stay refused, as orjson refuses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+# 19 digits in a row may be an integer orjson cannot hold (past -2**63 .. 2**64-1); inside a
+# string or a fraction the match costs only a slower exact parse.
+_LONG_DIGITS_BYTES = re.compile(rb"\d{19}")
+_LONG_DIGITS_TEXT = re.compile(r"\d{19}")
+_DEEP_RECURSION = 20_000  # what the standard library may recurse while writing (orjson reads 1024 deep)
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """The JSON value of ``data``; raises orjson.JSONDecodeError (a json.JSONDecodeError) when malformed."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in exc.msg:
+            raise
+        return _stdlib_loads(data, exc)
+    pattern = _LONG_DIGITS_TEXT if isinstance(data, str) else _LONG_DIGITS_BYTES
+    if pattern.search(data) is not None:  # type: ignore[arg-type]
+        return _stdlib_loads(data, None)
+    return value
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
+    """Compact JSON bytes (orjson's layout); a lone surrogate is written back as its \\u escape."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+    except orjson.JSONEncodeError:
+        pass
+    with deep_recursion():
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False)
+    # Lone surrogates can only sit inside strings; backslashreplace writes them as \udXXX escapes.
+    return text.encode("utf-8", "backslashreplace")
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Let the standard library's json walk values as deep as orjson reads them (1,024 levels)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _DEEP_RECURSION))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _stdlib_loads(data: bytes | bytearray | memoryview | str, first: orjson.JSONDecodeError | None) -> Any:
+    text = data if isinstance(data, str) else None
+    if text is None:
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError:
+            if first is not None:
+                raise first from None
+            raise
+    try:
+        with deep_recursion():
+            return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise orjson.JSONDecodeError(exc.msg, exc.doc, exc.pos) from None
+    except RecursionError:
+        raise orjson.JSONDecodeError("depth limit exceeded", text, 0) from None
+    except ValueError as exc:  # NaN or Infinity, or an integer of more than 4,300 digits
+        raise orjson.JSONDecodeError(str(exc).split(";")[0], text, 0) from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")

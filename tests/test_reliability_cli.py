@@ -1,0 +1,89 @@
+"""The process around a run: stdout that cannot be written, Ctrl-C at any moment, an interrupted batch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES
+
+AGENT = SAMPLES / "agent_session.jsonl"
+
+
+def _ctrl_c_reaches_it() -> None:
+    # A shell without job control starts background commands with SIGINT ignored, and children
+    # inherit that: give the child the usual disposition, as a terminal's foreground job has.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_stdout_on_a_full_disk_is_one_line_and_exit_2() -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    for args in ([str(AGENT), "--unlimited"], ["count", str(AGENT), "--format", "json"]):
+        with open("/dev/full", "wb") as full:
+            process = subprocess.run(["compact", *args], stdout=full, stderr=subprocess.PIPE, timeout=60)
+        assert process.returncode == 2, process.stderr
+        assert process.stderr.decode().splitlines() == [
+            "compact: error: cannot write the output: No space left on device"
+            " (free some space, or send the output elsewhere)"]
+
+
+def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:
+    process = subprocess.Popen(["compact", str(AGENT), "--unlimited", "--no-cache"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.read(10)
+    process.stdout.close()  # like `| head -c 10`
+    stderr = process.stderr.read()
+    process.stderr.close()
+    process.wait(timeout=60)
+    assert b"Traceback" not in stderr and b"Exception ignored" not in stderr, stderr
+
+
+def test_ctrl_c_at_any_moment_is_one_line_or_a_clean_finish(tmp_path: Path) -> None:
+    """From start-up imports to shutdown: exit 130 with the line, or a finished run; never a traceback."""
+    outcomes = set()
+    for step in range(24):
+        process = subprocess.Popen(["compact", str(AGENT), "--max-tokens", "3000", "--no-cache", "-o", "out.jsonl"],
+                                   cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=_ctrl_c_reaches_it)
+        time.sleep(0.08 + step * 0.025)  # past Python's own start-up (about 60 ms), into ours and beyond
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        text = stderr.decode()
+        assert "Traceback" not in text, text
+        if process.returncode == 130:
+            assert text == "compact: error: interrupted; nothing was written\n"
+        else:
+            assert process.returncode == 0 and text == "", (process.returncode, text)
+        outcomes.add(process.returncode)
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert 130 in outcomes
+
+
+def test_an_interrupted_batch_counts_the_outputs_its_workers_finished(tmp_path: Path) -> None:
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for number in range(12):
+        (inputs / f"t{number:02d}.jsonl").write_bytes(AGENT.read_bytes())
+    out = tmp_path / "out"
+    process = subprocess.Popen(["compact", "batch", str(inputs), "--out", str(out), "--max-tokens", "3000",
+                                "-j", "2", "--no-cache", "-q"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=_ctrl_c_reaches_it)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(list(out.glob(".*.compact.json"))) < 2:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C reaches the whole group, workers included
+    _, stderr = process.communicate(timeout=60)
+    whole = len(list(out.glob(".*.compact.json")))
+    text = stderr.decode()
+    assert process.returncode == 130, text
+    assert "Traceback" not in text
+    assert f"interrupted after {whole} of 12 inputs" in text, (whole, text)
+    assert whole >= 2
