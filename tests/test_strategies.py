@@ -292,3 +292,39 @@ def test_the_default_preset_goes_on_while_it_makes_progress_so_a_rerun_changes_n
     again = run_core([m.data for m in out.messages], max_tokens=6000, offload_turns=1, summarizer="none",
                      strategies=["drop_turns"])
     assert [m.data for m in again.messages] == [m.data for m in out.messages]
+
+
+@pytest.mark.parametrize("budget", [6000, 8000, 12000, 16000, 32000])
+def test_a_run_over_budget_ends_between_95_and_100_percent_of_it(samples, tmp_path, budget: int) -> None:  # noqa: ANN001
+    """Budget first: the long sample session comes back using the budget, with a record of what went."""
+    import json
+
+    from tests.helpers import invoke, read_messages
+
+    report = tmp_path / "r.json"
+    result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", str(budget), "--report", str(report))
+    assert result.exit_code == 0, result.output
+    after = json.loads(report.read_text())["after"]["tokens"]
+    assert 0.95 * budget <= after < budget
+    summaries = [m["content"] for m in read_messages(result.stdout) if str(m["content"]).startswith("CUCA summary:")]
+    removed = [e for e in json.loads(report.read_text())["removed"] if e["action"] == "removed"]
+    if removed:  # whatever went is recorded where it was: what was asked and what was done
+        assert len(summaries) == 1
+        assert "- user asked (turn " in summaries[0] and "Files changed:" in summaries[0]
+
+
+def test_the_trace_of_a_removal_says_what_went_and_how_to_recall_it(tmp_path) -> None:  # noqa: ANN001
+    from core.store import OffloadStore
+
+    messages = [msg("system", "s"), msg("user", "Fix the parser in a.py")]
+    for i in range(6):
+        messages += [assistant_calls(call(f"c{i}", "read_file", path=f"src/m{i}.py")), result(f"c{i}", BIG)]
+    messages.append(msg("user", "now run the tests"))
+    store_path = tmp_path / "s.sqlite"
+    with OffloadStore.open(store_path, create=True) as store:
+        out = run_core(messages, max_tokens=4000, summarizer="none", seams=Seams(store=store),
+                       strategies=["sliding_window"])
+    trace = next(m.data["content"] for m in out.messages if m.line is None)
+    assert trace.startswith("[compact: ") and "earlier message(s) removed" in trace
+    assert "read_file ×" in trace and "src/m" in trace  # the tool and its targets
+    assert f"compact recall WORDS --store {store_path}" in trace

@@ -74,7 +74,7 @@ def cleared_result(tokens: int, tool: str, target: str, gist: str) -> str:
     return f"{PREFIX} tool result{what} cleared, {tokens:,} tokens{tail}]"
 
 
-def removal_trace(messages: Sequence[Message], lines: str, turns: str) -> str:
+def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: str | None = None) -> str:
     """One line saying what a span of removed messages held: the requests, the tools and their targets."""
     tools: dict[str, list[str]] = {}
     asked = ""
@@ -96,6 +96,8 @@ def removal_trace(messages: Sequence[Message], lines: str, turns: str) -> str:
         parts.append(f'first request: "{asked}"')
     if used:
         parts.append(f"tools: {used}")
+    if store:
+        parts.append(f"recall them: compact recall WORDS --store {store}")
     return "; ".join(parts) + "]"
 
 

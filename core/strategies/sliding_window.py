@@ -48,7 +48,8 @@ def leave_trace(workspace: Workspace, removed: list[int]) -> None:
     span = f"{min(lines)}-{max(lines)}" if lines else "?"
     turns = sorted({workspace.turn_number(p) for p in removed} - {0})
     turn_text = f", turns {turns[0]}-{turns[-1]}" if turns else ""
-    text = placeholders.removal_trace(messages, span, turn_text)
+    store = workspace.seams.store
+    text = placeholders.removal_trace(messages, span, turn_text, store.path if store is not None else None)
     trace = Message(data={"role": "system", "content": text})
     cost = workspace.counter.count_message(trace).tokens
     if not workspace.full and workspace.over_budget(cost, 1):

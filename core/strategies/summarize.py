@@ -176,7 +176,7 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     counted = workspace.structure.counted
     span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
     after = workspace.live_tokens - span_tokens + summary_tokens
-    if after >= FILL_SHARE * limit:
+    if after >= (FILL_SHARE + AIM_SHARE) / 2 * limit:  # close enough to the aim already
         return set()
     newest = set(workspace.removal_set([removable[-1]]) or ()) & set(removable)
     if not newest or len(newest) == len(removable):
