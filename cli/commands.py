@@ -12,14 +12,15 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from core.errors import EXIT_OVER_BUDGET, ConfigError
+from core.errors import EXIT_OVER_BUDGET, EXIT_SUMMARIZER_FAILED, ConfigError
 
 RUN_HELP = """Compact a transcript to a budget and write it to stdout (or -o FILE).
 
 FILE is a transcript in any supported format (see --from); `-` reads stdin.
 Example: `compact session.jsonl --max-tokens 8000 > small.jsonl`.
 Exit codes: 0 done; 1 --check-for found what the provider would reject;
-2 bad usage or input; 3 still over budget with --strict.
+2 bad usage or input; 3 still over budget with --strict; 4 written, but the
+openai summarizer failed.
 The README documents every option at length.
 """
 
@@ -292,6 +293,14 @@ def run(
         _warn_strategy_errors(result.report)
     if strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+    if effective.summarizer_in_use == "openai" and _summary_failed(result.report):
+        raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
+
+
+def _summary_failed(report: dict[str, Any]) -> bool:
+    """The summarizer failed and no later pass got a summary from it."""
+    summaries = [a for a in report.get("actions") or [] if a.get("strategy") == "summarize"]
+    return any(a.get("error") for a in summaries) and not any(not a.get("error") for a in summaries)
 
 
 def _warn_strategy_errors(report: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_OVER_BUDGET = 3
+# The transcript was written, compacted without the model summary that failed (a server down).
+EXIT_SUMMARIZER_FAILED = 4
 
 
 class CompactError(Exception):

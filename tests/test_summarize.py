@@ -146,7 +146,7 @@ def test_a_failing_server_leaves_the_transcript_untouched(failure: str, chat_ser
     report = tmp_path / "r.json"
     result_ = invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server), "--strategy", "summarize",
                      "--config", str(config), "--report", str(report))
-    assert result_.exit_code == 0, result_.output
+    assert result_.exit_code == 4, result_.output  # written, but the summary failed: never a silent 0
     assert result_.stdout == (samples / "seed_example.jsonl").read_text()  # untouched, byte for byte
     data = json.loads(report.read_text())
     assert data["last_error"].startswith("summarize: ")
@@ -207,3 +207,25 @@ def test_an_oversized_model_reply_is_retried_then_cut_to_the_budget(chat_server:
     summary = read_messages(result_.stdout)[1]["content"]
     counter, _ = shared_counter()
     assert MessageCounter(counter).count_text(summary) < 700  # the 500-token body plus the header lines
+
+
+def test_the_summary_detail_is_not_garbled(tmp_path: Path) -> None:
+    """No "(and N earlier)" marker counted as an identifier, no diff "+" leaking into an error,
+    and the header's turns are the body's turns."""
+    messages = [msg("system", "s"), msg("user", "Fix the crash in the report code")]
+    for i in range(30):
+        messages += [assistant_calls(call(f"r{i}", "read_file", path=f"src/pkg/module_{i}.py")),
+                     result(f"r{i}", f"def handler_{i}(event):\n    return event\n" * 40)]
+    messages += [assistant_calls(call("d", "run_shell", command="git diff")),
+                 result("d", "--- a/core/api.py\n+++ b/core/api.py\n+        KeyError: 'budget'\n"),
+                 msg("user", "Now the second part"), msg("assistant", "On it."), msg("user", "and finally")]
+    report = tmp_path / "r.json"
+    out = invoke(str(write_messages(tmp_path / "in.jsonl", messages)), "--max-tokens", "1200", "--report", str(report))
+    assert out.exit_code == 0, out.output
+    detail = next(a["detail"] for a in json.loads(report.read_text())["actions"] if a["strategy"] == "summarize")
+    assert "(and " not in detail and "+ " not in detail
+    summary = next(m["content"] for m in read_messages(out.stdout) if m["content"].startswith("CUCA summary:"))
+    assert "+        KeyError" not in summary and "(and " not in summary.split("Files read:")[-1].split("\n")[0][:7]
+    header_turns = summary.split("\n")[0].split(" turns ")[1].split(" ")[0]  # e.g. "1-2"
+    body_turns = [line.split("(turn ")[1].split(")")[0] for line in summary.splitlines() if "(turn " in line]
+    assert all(int(header_turns.split("-")[0]) <= int(t) <= int(header_turns.split("-")[1]) for t in body_turns)
