@@ -185,7 +185,8 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
         role = message.get("role")
         text = content_text(message)
         if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
-            continue  # harness text in the user's name: not a request
+            turn += 1  # it opens a turn like any user text (the header counts it), but asks nothing
+            continue
         if role == "user" and text.strip():
             turn += 1
             topic = topic or _one_line(text, 60)
