@@ -58,6 +58,9 @@ class Workspace:
         # Strategies that remove messages leave a placeholder saying what went (issue: every removal
         # leaves a trace); the seed preset leaves none, as the seed does.
         self.trace = trace
+        # Budget-first refinements (a result cut rather than cleared when clearing overshoots) are the
+        # default preset's; the seed preset keeps the seed's rules, and leaves no trace either.
+        self.fill_budget = trace
         # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
         # does not delete the record of what an earlier one removed.
         self.own: set[int] = set()

@@ -33,6 +33,36 @@ def recent_start(workspace: Workspace, share: float) -> int:
     return 0
 
 
+# A run aims at this share of a token budget; clearing a result that would land it far below
+# (under FILL_SHARE) cuts the result's middle instead, just enough.
+AIM_SHARE = 0.98
+FILL_SHARE = 0.95
+
+
+def _cut_instead(workspace: Workspace, position: int) -> bool:
+    """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
+    from core.strategies.clamp_oversized_messages import MIN_PART_TOKENS, clamp_content
+
+    budget = workspace.budget
+    if not workspace.fill_budget or workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None:
+        return False
+    message = workspace.messages[position]
+    needed = workspace.live_tokens - int(AIM_SHARE * budget.limit)
+    if needed <= 0 or workspace.live_tokens - message.tokens >= FILL_SHARE * budget.limit:
+        return False  # clearing it whole does not overshoot
+    room = message.tokens - needed - 16
+    if room < MIN_PART_TOKENS:
+        return False
+    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
+    if not changed:
+        return False
+    data = placeholders.with_content(message, content)
+    if workspace.counter.count_message(message.rewritten(data)).tokens > message.tokens - needed:
+        return False
+    workspace.rewrite(position, data, "tool result cut in the middle: clearing it whole would overshoot the budget")
+    return True
+
+
 def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
     messages = workspace.messages
     structure = workspace.structure
@@ -53,6 +83,9 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
             call = next((c for c in tool_calls(messages[key[0]].data) if str(c.get("id")) == key[1]), None)
             if call is not None:
                 tool, target = call_name(call), placeholders.call_target(call)
+        if _cut_instead(workspace, position):
+            cleared += 1
+            break  # the budget is met
         gist = placeholders.result_gist(content_text(message.data))
         data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
