@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         f"# Formats: {args.messages:,} generated messages, best of {args.repeat}",
         "",
-        "| format | lines | MB | read s | write s | read+write vs openai | --unlimited s | vs openai "
-        "| --max-tokens s | vs openai | target 1.3x |",
+        ("| format | lines | MB | read s | write s | read+write vs openai | --unlimited s | vs openai "
+        "| --max-tokens s | vs openai | target 1.3x |"),
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in rows.items():

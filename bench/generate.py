@@ -24,17 +24,9 @@ from functools import lru_cache
 
 import orjson
 
-VERBS = ("load parse build fetch render validate resolve merge split apply compute update create "
-         "sync flush encode decode normalize serialize collect filter register dispatch refresh "
-         "schedule retry emit handle format compile check ensure extract convert wrap transform "
-         "lookup prune evict hydrate rotate stream batch").split()
-NOUNS = ("config user session token cache index record payload message request response handler "
-         "client queue worker job task event schema field column table row chunk buffer stream "
-         "path node edge graph report metric span trace budget window strategy summary store entry "
-         "item result error timeout limit offset cursor page account invoice order price customer "
-         "address tenant snapshot manifest").split()
-ADJS = ("raw cached pending active default local remote stale partial sorted unique nested "
-        "optional valid current previous next max min total").split()
+VERBS = ["load", "parse", "build", "fetch", "render", "validate", "resolve", "merge", "split", "apply", "compute", "update", "create", "sync", "flush", "encode", "decode", "normalize", "serialize", "collect", "filter", "register", "dispatch", "refresh", "schedule", "retry", "emit", "handle", "format", "compile", "check", "ensure", "extract", "convert", "wrap", "transform", "lookup", "prune", "evict", "hydrate", "rotate", "stream", "batch"]
+NOUNS = ["config", "user", "session", "token", "cache", "index", "record", "payload", "message", "request", "response", "handler", "client", "queue", "worker", "job", "task", "event", "schema", "field", "column", "table", "row", "chunk", "buffer", "stream", "path", "node", "edge", "graph", "report", "metric", "span", "trace", "budget", "window", "strategy", "summary", "store", "entry", "item", "result", "error", "timeout", "limit", "offset", "cursor", "page", "account", "invoice", "order", "price", "customer", "address", "tenant", "snapshot", "manifest"]
+ADJS = ["raw", "cached", "pending", "active", "default", "local", "remote", "stale", "partial", "sorted", "unique", "nested", "optional", "valid", "current", "previous", "next", "max", "min", "total"]
 PY_TYPES = ("str", "int", "float", "bool", "bytes", "Path", "dict[str, Any]", "list[str]",
             "Sequence[int]", "str | None", "Iterable[Record]")
 NUMBERS = (0, 1, 2, 3, 5, 8, 10, 16, 30, 64, 100, 256, 1000, 4096)
@@ -48,16 +40,16 @@ PY_STATEMENTS = (
     "{a} = {f}({b}, {c}={n})",
     "if {a} is None:\n    raise ValueError(f\"{a} must be set, got {{{b}!r}}\")",
     "for {b} in {a}:\n    if not {b}.{c}:\n        continue\n    {d}.append({f}({b}))",
-    "try:\n    {a} = self._{b}[{c}]\nexcept KeyError:\n"
-    "    logger.warning(\"missing {noun} %s\", {c})\n    {a} = {C}()",
+    ("try:\n    {a} = self._{b}[{c}]\nexcept KeyError:\n"
+    "    logger.warning(\"missing {noun} %s\", {c})\n    {a} = {C}()"),
     "{a} = [{b} for {b} in {c} if {b}.{d} > {n}]",
     "with open({a}, encoding=\"utf-8\") as fh:\n    {b} = json.load(fh)",
     "self._{a} = {b} or {{}}",
     "logger.debug(\"{verb} %d {nouns} in %.2fs\", len({a}), time.monotonic() - {b})",
     "{a}: dict[str, {C}] = {{}}",
-    "if len({a}) > self.max_{nouns}:\n"
+    ("if len({a}) > self.max_{nouns}:\n"
     "    # Keep the newest ones: older {nouns} are already persisted.\n"
-    "    {a} = {a}[-self.max_{nouns}:]",
+    "    {a} = {a}[-self.max_{nouns}:]"),
     "assert {a} is not None, \"{noun} must be loaded before {verb}\"",
     "{a}.update({b}={c}, {d}={n})",
     "while {a} and {a}[0].{b} < {c}:\n    {a}.pop(0)",
@@ -72,8 +64,8 @@ JS_STATEMENTS = (
     "for (const {b} of {a}) {{\n  if ({b}.{c} > {n}) {{\n    {d}.push({b});\n  }}\n}}",
     "const {c} = {a}.filter(({b}) => {b}.{d}).map(({b}) => {b}.{noun}Id);",
     "const {{ {a}, {b} }} = {c};",
-    "try {{\n  await {f}({a});\n}} catch (err) {{\n  logger.error('{verb} {noun} failed', err);\n"
-    "  throw err;\n}}",
+    ("try {{\n  await {f}({a});\n}} catch (err) {{\n  logger.error('{verb} {noun} failed', err);\n"
+    "  throw err;\n}}"),
     "{a}.set({b}, Date.now() + {n});",
     "let {a} = {n};",
     "console.debug(`{verb} ${{{a}.length}} {nouns}`);",
@@ -84,26 +76,26 @@ JS_STATEMENTS = (
 )
 # (indent of {body}, template). The first two Python blocks are functions, reused as methods.
 PY_BLOCKS = (
-    ("    ", "def {f}({a}: {T}, {b}: {T2} | None = None) -> {T}:\n"
-     "    \"\"\"{Verb} the {adj} {noun} for {b}.\"\"\"\n{body}\n    return {c}\n\n\n"),
-    ("    ", "def {f}({a}: {T}, *, {b}: int = {n}) -> {T2}:\n    \"\"\"{Verb} the {adj} {noun}.\n\n"
+    ("    ", ("def {f}({a}: {T}, {b}: {T2} | None = None) -> {T}:\n"
+     "    \"\"\"{Verb} the {adj} {noun} for {b}.\"\"\"\n{body}\n    return {c}\n\n\n")),
+    ("    ", ("def {f}({a}: {T}, *, {b}: int = {n}) -> {T2}:\n    \"\"\"{Verb} the {adj} {noun}.\n\n"
      "    Args:\n        {a}: The {noun} to {verb}.\n"
      "        {b}: Upper bound, or 0 for no limit.\n\n"
      "    Raises:\n        KeyError: If the {noun} is not registered.\n    \"\"\"\n{body}\n"
-     "    return {c}\n\n\n"),
-    ("", "class {C}:\n    \"\"\"{Adj} {noun} kept by the {verb} loop.\"\"\"\n\n    def "
+     "    return {c}\n\n\n")),
+    ("", ("class {C}:\n    \"\"\"{Adj} {noun} kept by the {verb} loop.\"\"\"\n\n    def "
      "__init__(self, {a}: {T}, {b}: {T2} | None = None) -> None:\n        self._{a} = {a}\n        "
-     "self._{b} = {b} or {{}}\n\n{methods}\n\n\n"),
-    ("    ", "def test_{f}_{adj}_{noun}(tmp_path):\n{body}\n    assert {f}({a}) == {n}\n"
-     "    assert not {b}.{c}\n\n\n"),
+     "self._{b} = {b} or {{}}\n\n{methods}\n\n\n")),
+    ("    ", ("def test_{f}_{adj}_{noun}(tmp_path):\n{body}\n    assert {f}({a}) == {n}\n"
+     "    assert not {b}.{c}\n\n\n")),
 )
 JS_BLOCKS = (
     ("  ", "export async function {f}({a}, {b} = {{}}) {{\n{body}\n  return {c};\n}}\n\n"),
     ("  ", "export const {f} = ({a}, {b}) => {{\n{body}\n  return {c};\n}};\n\n"),
-    ("    ", "export class {C} {{\n  constructor({a}, {b} = {{}}) {{\n    this.{a} = {a};\n  }}"
-     "\n\n  async {f}({c}) {{\n{body}\n    return this.{a};\n  }}\n}}\n\n"),
-    ("    ", "describe('{f}', () => {{\n  it('{verbs} the {adj} {noun}', async () => {{\n{body}"
-     "\n    expect({a}.{c}).toBe({n});\n  }});\n}});\n\n"),
+    ("    ", ("export class {C} {{\n  constructor({a}, {b} = {{}}) {{\n    this.{a} = {a};\n  }}"
+     "\n\n  async {f}({c}) {{\n{body}\n    return this.{a};\n  }}\n}}\n\n")),
+    ("    ", ("describe('{f}', () => {{\n  it('{verbs} the {adj} {noun}', async () => {{\n{body}"
+     "\n    expect({a}.{c}).toBe({n});\n  }});\n}});\n\n")),
 )
 
 
@@ -191,43 +183,43 @@ TOOLS = {
     "write_file": ("Create or overwrite a file with the given content.", ("path", "content")),
     "edit_file": ("Replace exactly one occurrence of old_string with new_string in a file.",
                   ("path", "old_string", "new_string")),
-    "run_shell": ("Run a shell command; returns stdout and stderr, and the exit code when it is "
-                  "not 0.", ("command",)),
+    "run_shell": (("Run a shell command; returns stdout and stderr, and the exit code when it is "
+                  "not 0."), ("command",)),
     "search": ("Search the repository for a regular expression; returns path:line:text matches.",
                ("pattern", "path")),
 }
 USER_REQUESTS = (
-    "The test `{test}` started failing after the last merge with `{error}`. Find the cause and "
-    "fix it.",
-    "Please add a `--{noun}-limit` option to the `{f}` command. It should default to {n} and be "
-    "validated like the other limits.",
-    "Refactor `{path}` so that `{f}` no longer reads the {noun} from disk on every call; cache "
-    "it and invalidate the cache on write.",
+    ("The test `{test}` started failing after the last merge with `{error}`. Find the cause and "
+    "fix it."),
+    ("Please add a `--{noun}-limit` option to the `{f}` command. It should default to {n} and be "
+    "validated like the other limits."),
+    ("Refactor `{path}` so that `{f}` no longer reads the {noun} from disk on every call; cache "
+    "it and invalidate the cache on write."),
     "Here is the traceback I get when running the CLI:\n\n```\n{trace}```\n\nWhat's going on?",
-    "CI is red on main. Run the test suite, figure out what broke, and fix it without changing the "
-    "public API.",
+    ("CI is red on main. Run the test suite, figure out what broke, and fix it without changing the "
+    "public API."),
     "Add tests for `{f}` covering the empty-{noun} and duplicate-{noun} cases.",
     "Thanks. Now update the docstrings in `{path}` and make sure ruff and mypy are clean.",
-    "That works, but `{f}` is still slow on large inputs (200k {nouns} take several seconds). "
-    "Can you profile it and speed it up?",
-    "Why does `{f}` return None when the {noun} is missing instead of raising? Make it raise "
-    "KeyError and update the callers.",
+    ("That works, but `{f}` is still slow on large inputs (200k {nouns} take several seconds). "
+    "Can you profile it and speed it up?"),
+    ("Why does `{f}` return None when the {noun} is missing instead of raising? Make it raise "
+    "KeyError and update the callers."),
     "Can you port the `{f}` helper from `{path}` to the web client in TypeScript?",
-    "Stop, don't touch the migrations. Revert the change to `{path}` and take a different "
-    "approach.",
+    ("Stop, don't touch the migrations. Revert the change to `{path}` and take a different "
+    "approach."),
 )
 PREAMBLES = (
     "Let me look at `{path}` first to see how `{f}` handles the {noun}.",
     "I'll run the failing test to reproduce the error before changing anything.",
     "The traceback points at `{f}` in `{path}`. Reading it together with its test.",
-    "Found it: `{f}` assumes the {noun} is always present, but the {adj} path passes None. Fixing "
-    "the guard and keeping the error message the callers match on.",
+    ("Found it: `{f}` assumes the {noun} is always present, but the {adj} path passes None. Fixing "
+    "the guard and keeping the error message the callers match on."),
     "Searching for other callers of `{f}` before I change its signature.",
     "Re-running the tests to confirm the fix.",
     "The edit didn't apply because the file changed since I read it; re-reading it.",
     "Checking the diff before I summarise \u2014 the {noun} change should be the only one.",
-    "Two things to verify: that `{f}` is only called from the {noun} worker, and that the tests "
-    "cover the {adj} case. Doing both at once.",
+    ("Two things to verify: that `{f}` is only called from the {noun} worker, and that the tests "
+    "cover the {adj} case. Doing both at once."),
 )
 ERRORS = ("KeyError: '{a}'", "AttributeError: 'NoneType' object has no attribute '{a}'",
           "TypeError: {f}() got an unexpected keyword argument '{a}'",
@@ -235,10 +227,10 @@ ERRORS = ("KeyError: '{a}'", "AttributeError: 'NoneType' object has no attribute
 LINT = ("{path}:{line}:{col}: F401 `{a}` imported but unused",
         "{path}:{line}:{col}: E501 Line too long (112 > 100)",
         "{path}:{line}:{col}: B006 Do not use mutable data structures for argument defaults",
-        "{path}:{line}: error: Incompatible types in assignment (expression has type \"{T}\", "
-        "variable has type \"{T2}\")  [assignment]",
-        "{path}:{line}: error: Item \"None\" of \"{T} | None\" has no attribute \"{a}\"  "
-        "[union-attr]")
+        ("{path}:{line}: error: Incompatible types in assignment (expression has type \"{T}\", "
+        "variable has type \"{T2}\")  [assignment]"),
+        ("{path}:{line}: error: Item \"None\" of \"{T} | None\" has no attribute \"{a}\"  "
+        "[union-attr]"))
 
 
 class _Session:
@@ -345,8 +337,8 @@ class _Session:
         self.blocks[lang].append(old_block.replace(old, new, 1))
         blocks[slot] = len(self.blocks[lang]) - 1
         self.touched.append(path)
-        return args, f"Edited {path}: replaced {old.count(chr(10)) + 1} lines with " \
-                     f"{new.count(chr(10)) + 1} lines."
+        return args, (f"Edited {path}: replaced {old.count(chr(10)) + 1} lines with " \
+                     f"{new.count(chr(10)) + 1} lines.")
 
     def write_file(self) -> tuple[dict[str, str], str]:
         path = self.new_path()

@@ -18,10 +18,10 @@ def _interrupted_outside_a_command(signum: int, frame: Any) -> None:
 if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted_outside_a_command)
 
-import typer  # noqa: E402 - after the handler: this import is most of the start-up time
+import typer
 
-from cli.errors import ErrorBoundaryGroup, flush_stdout  # noqa: E402
-from cli.help import plain_help  # noqa: E402
+from cli.errors import ClickContext, ErrorBoundaryGroup, flush_stdout
+from cli.help import plain_help
 
 DEFAULT_COMMAND = "run"
 _PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
@@ -39,7 +39,7 @@ class DefaultCommandGroup(ErrorBoundaryGroup):
         super().__init__(*args, **kwargs)
         plain_help(self)
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in _PASSTHROUGH:
             args = [DEFAULT_COMMAND, *args]
         return super().parse_args(ctx, args)

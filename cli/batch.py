@@ -8,7 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -24,9 +24,9 @@ from cli.commands import (
     MaxMessagesOpt,
     MaxTokensOpt,
     ModelOpt,
+    PresetOpt,
     QualityRetryOpt,
     StoreOpt,
-    PresetOpt,
     StrategyOpt,
     SummarizerModelOpt,
     SummarizerOpt,
@@ -59,12 +59,12 @@ FAILURES_SHOWN = 10
 def batch(
     inputs: Annotated[list[str], typer.Argument(metavar="INPUT", help="Transcript or dataset files, folders, or globs.", show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the outputs (created if missing); never one of the inputs.", file_okay=False, show_default=False)],
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Processes (or Ray tasks) at once; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes (or Ray tasks) at once; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")] = None,
     engine: Annotated[str, typer.Option("--engine", help="pool (a local process pool) or ray (Ray Data; pip install 'ray[data]').")] = "pool",
-    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001); default: a local instance started for the run.")] = None,
+    ray_address: Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001); default: a local instance started for the run.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Compact every input again, even when its output is up to date.")] = False,
     fail_fast: Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails (the running ones finish).")] = False,
-    report: Annotated[Optional[str], typer.Option("--report", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).")] = None,
+    report: Annotated[str | None, typer.Option("--report", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).")] = None,
     table: Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).")] = True,
     top: Annotated[int, typer.Option("--top", min=0, help="Rows of the table (default 20; 0 shows all); the report always has every row.")] = 20,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).")] = False,

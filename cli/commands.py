@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -28,29 +28,29 @@ FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, gemini
 
 # -- options shared by run, count and config show ---------------------------------
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
-MaxTokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
-MaxMessagesOpt = Annotated[Optional[int], typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
-MaxFractionOpt = Annotated[Optional[float], typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
-WindowOpt = Annotated[Optional[int], typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
-ModelOpt = Annotated[Optional[str], typer.Option("--model", metavar="NAME", help="Model (gpt-4o, …): sets window and encoder.")]
-EncoderOpt = Annotated[Optional[str], typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
-BackendOpt = Annotated[Optional[str], typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
-CharsOpt = Annotated[Optional[float], typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]
-FramingOpt = Annotated[Optional[bool], typer.Option("--framing/--no-framing", help="Count the chat API's framing tokens.")]
-WarnOpt = Annotated[Optional[float], typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
-TurnsOpt = Annotated[Optional[int], typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
-StrategyOpt = Annotated[Optional[list[str]], typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
-PresetOpt = Annotated[Optional[str], typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones) [default].")]
-StoreOpt = Annotated[Optional[str], typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
-SummarizerOpt = Annotated[Optional[str], typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed [extractive].")]
-SummarizerUrlOpt = Annotated[Optional[str], typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
-SummarizerModelOpt = Annotated[Optional[str], typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
-ApiKeyEnvOpt = Annotated[Optional[str], typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
-SummaryPromptOpt = Annotated[Optional[str], typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.")]
-QualityRetryOpt = Annotated[Optional[bool], typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
-FromOpt = Annotated[Optional[str], typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
-KeepOpt = Annotated[Optional[list[str]], typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
+MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
+MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
+MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
+WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
+ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, …): sets window and encoder.")]
+EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
+CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]
+FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count the chat API's framing tokens.")]
+WarnOpt = Annotated[float | None, typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
+TurnsOpt = Annotated[int | None, typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
+StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
+PresetOpt = Annotated[str | None, typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones) [default].")]
+StoreOpt = Annotated[str | None, typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
+SummarizerOpt = Annotated[str | None, typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed [extractive].")]
+SummarizerUrlOpt = Annotated[str | None, typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
+SummarizerModelOpt = Annotated[str | None, typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
+ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
+SummaryPromptOpt = Annotated[str | None, typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.")]
+QualityRetryOpt = Annotated[bool | None, typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
+FromOpt = Annotated[str | None, typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
+KeepOpt = Annotated[list[str] | None, typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
 
 
 class CountFormat(StrEnum):
@@ -94,7 +94,7 @@ def build_config(
         warn_fraction=warn_fraction,
         offload_turns=offload_turns,
         strategies=strategies,
-        keep=tuple([*base.keep, *keep]) if keep else None,
+        keep=(*base.keep, *keep) if keep else None,
         preset=preset,
         **seam_options,
     )
@@ -148,7 +148,7 @@ def run(
     preset: PresetOpt = None,
     keep: KeepOpt = None,
     source_format: FromOpt = None,
-    target_format: Annotated[Optional[str], typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")] = None,
+    target_format: Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")] = None,
     config: ConfigOpt = None,
     store: StoreOpt = None,
     summarizer: SummarizerOpt = None,
@@ -161,21 +161,21 @@ def run(
     unlimited: Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")] = False,
     repair: Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")] = False,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")] = False,
-    max_line_bytes: Annotated[Optional[int], typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)] = None,
+    max_line_bytes: Annotated[int | None, typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")] = False,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.")] = False,
-    report: Annotated[Optional[str], typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")] = None,
-    table: Annotated[Optional[bool], typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")] = None,
+    report: Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")] = None,
+    table: Annotated[bool | None, typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.")] = False,
-    check_for: Annotated[Optional[str], typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")] = None,
+    check_for: Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).")] = False,
-    graph: Annotated[Optional[Path], typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)] = None,
-    graph_merge: Annotated[Optional[Path], typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False)] = None,
+    graph: Annotated[Path | None, typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)] = None,
+    graph_merge: Annotated[Path | None, typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False)] = None,
     merge_policy: Annotated[str, typer.Option("--merge-policy", metavar="keep_existing|prefer_incoming|merge", help="On an id conflict.")] = "merge",
     merge_weights: Annotated[str, typer.Option("--merge-weights", metavar="incoming|max|sum", help="How weights combine.")] = "incoming",
-    graph_out: Annotated[Optional[Path], typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False)] = None,
+    graph_out: Annotated[Path | None, typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False)] = None,
     graph_max_nodes: Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes shown.")] = 64,
     graph_max_relationships: Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships shown.")] = 128,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
@@ -331,7 +331,13 @@ def _progress(quiet: bool) -> Iterator[Any]:
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(stderr=True), transient=True) as bar:

@@ -18,10 +18,12 @@ from core.errors import CompactError
 _click_exceptions = typer.core._click.exceptions
 UsageError = _click_exceptions.UsageError
 NoArgsIsHelpError = _click_exceptions.NoArgsIsHelpError
+# The base class typer's group methods are declared with (typer.Context is a subclass of it).
+ClickContext = typer.core._click.core.Context
 EXIT_USAGE = 2
 
 
-def debug_enabled(ctx: typer.Context) -> bool:
+def debug_enabled(ctx: ClickContext) -> bool:
     return os.environ.get("COMPACT_DEBUG", "") not in ("", "0") or bool(ctx.meta.get(DEBUG_KEY))
 
 
@@ -58,7 +60,7 @@ def _report_usage_error(exc: Any, ctx: Any = None) -> typer.Exit:
 class ErrorBoundaryGroup(typer.core.TyperGroup):
     """Maps every CompactError and usage error raised under it to one stderr line and its exit code."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         ctx.meta[DEBUG_KEY] = "--debug" in args
         return super().parse_args(ctx, args)
 
@@ -71,7 +73,7 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
         except UsageError as exc:
             raise _report_usage_error(exc) from None
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: ClickContext) -> Any:
         try:
             if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
                 signal.signal(signal.SIGINT, signal.default_int_handler)  # see cli.app: start-up had its own

@@ -115,12 +115,13 @@ ReportOption = Annotated[
 
 def _caps(max_nodes: int | None, max_relationships: int | None, evict: Evict) -> GraphCaps:
     from core.graph import GraphCaps
+    from core.graph.caps import Eviction
 
     defaults = GraphCaps()
     return GraphCaps(
         defaults.max_nodes if max_nodes is None else max_nodes,
         defaults.max_relationships if max_relationships is None else max_relationships,
-        evict.value,
+        Eviction(evict.value),
     )
 
 
@@ -218,9 +219,10 @@ def merge(
 ) -> None:
     """Merge INCOMING into BASE, all or nothing; the merged snapshot goes to -o or stdout."""
     from core.graph import MergePolicy, merge_snapshot_files
+    from core.graph.merge import ConflictPolicy, WeightRule
 
     _check_destinations(output, report)
-    merge_policy = MergePolicy(policy.value, weights.value)
+    merge_policy = MergePolicy(ConflictPolicy(policy.value), WeightRule(weights.value))
     graph, merge_report = merge_snapshot_files(
         base, incoming, merge_policy, caps=_caps(max_nodes, max_relationships, evict)
     )
@@ -272,9 +274,10 @@ def render(
 ) -> None:
     """Print the graph message a transcript would get (nothing when the graph is empty)."""
     from core.graph import GraphCaps, GraphContextConfig, load_snapshot, render_graph_text
+    from core.graph.render import GraphDirection
 
     config = GraphContextConfig(
-        max_nodes, max_relationships, tuple(focus or ()), direction.value, depth, max_property_chars
+        max_nodes, max_relationships, tuple(focus or ()), GraphDirection(direction.value), depth, max_property_chars
     )
     text = render_graph_text(load_snapshot(snapshot, caps=GraphCaps.unlimited()), config, marker)
     if text is None:

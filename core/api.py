@@ -104,7 +104,7 @@ def compact_file(
     """
     from core import formats
 
-    memo = None
+    memo: tuple[RunCache, bytes] | None = None  # where to store this run's result
     if (
         use_cache
         and memo_ok
@@ -115,10 +115,11 @@ def compact_file(
         and os.path.isfile(path)  # a pipe would be used up by hashing it
         and not (config.store or config.summarizer_in_use == "openai")
     ):
-        memo = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid,
-                            formats=(source_format, target_format))
-        if isinstance(memo, CompactionResult):
-            return memo
+        found = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid,
+                             formats=(source_format, target_format))
+        if isinstance(found, CompactionResult):
+            return found
+        memo = found
     transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin,
                               max_line_bytes=config.max_line_bytes)
     if transcript.format != formats.DATASET:

@@ -117,7 +117,7 @@ DEFAULT_LIST = (
     "drop_turns",
 )
 # The seed's list and parameters, unchanged (memory-plugin.txt, "Default strategies").
-SEED_LIST = (
+SEED_LIST: tuple[tuple[str, dict[str, Any]], ...] = (
     ("offload", {"turns": 10}),
     ("summarize", {"turns": 10}),
     ("deduplicate_file_reads", {"tool_name": "read_file"}),
@@ -168,6 +168,11 @@ class MemoryConfig:
     preset: str = "default"
     # None: the preset's list.
     strategies: tuple[StrategySpec, ...] | None = None
+
+    @property
+    def strategy_specs(self) -> tuple[StrategySpec, ...]:
+        """The strategies in force (``strategies`` is never None after construction)."""
+        return self.strategies or ()
 
     def __post_init__(self) -> None:
         for name in _COUNT_FIELDS:
@@ -258,13 +263,13 @@ class MemoryConfig:
         data["keep"] = list(self.keep)
         data["require_preserved_kinds"] = list(self.require_preserved_kinds)
         data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
-        data["strategies"] = [s.to_dict() for s in self.strategies]
+        data["strategies"] = [s.to_dict() for s in self.strategy_specs]
         return data
 
     def effective_dict(self) -> dict[str, Any]:
         """``to_dict`` with each strategy's parameters spelled out, defaults included (`compact config show`)."""
         data = self.to_dict()
-        data["strategies"] = [s.effective() for s in self.strategies]
+        data["strategies"] = [s.effective() for s in self.strategy_specs]
         return data
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:

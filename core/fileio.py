@@ -86,7 +86,7 @@ class StagedWrites:
 
     _staged: list[tuple[str, Path]] = field(default_factory=list)
 
-    def add(self, path: str | os.PathLike[str], chunks: Iterable[bytes], *, follow: bool = True) -> None:
+    def add(self, path: str | os.PathLike[str], chunks: Iterable[bytes | memoryview], *, follow: bool = True) -> None:
         """Stage ``chunks`` for ``path``. ``follow=False`` for paths the user did not name: no
         symlink is followed and no FIFO or device opened; the rename replaces the entry itself."""
         if follow:
@@ -121,11 +121,10 @@ class StagedWrites:
             raise
 
     @staticmethod
-    def _write_special(target: Path, chunks: Iterable[bytes]) -> None:
+    def _write_special(target: Path, chunks: Iterable[bytes | memoryview]) -> None:
         try:
             with open(target, "wb") as handle:
-                for chunk in chunks:
-                    handle.write(chunk)
+                handle.writelines(chunks)
         except OSError as exc:
             raise _fail(target, exc) from None
 
@@ -147,7 +146,7 @@ class StagedWrites:
         self._staged.clear()
 
 
-def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes], *, follow: bool = True) -> None:
+def atomic_write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes | memoryview], *, follow: bool = True) -> None:
     """Write ``chunks`` to a temporary file beside ``path``, then rename it over ``path``.
 
     A failure at any point (bad input discovered late, disk full, Ctrl-C)

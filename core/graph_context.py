@@ -15,6 +15,7 @@ from core.graph import (
     merge_snapshot_files,
     render_graph_text,
 )
+from core.graph.merge import ConflictPolicy, WeightRule
 from core.messages import Message
 from core.pipeline import GraphStep
 
@@ -39,7 +40,7 @@ def load_working_graph(
 ) -> WorkingGraph:
     """Import ``snapshot``, or merge ``merge`` into it; invalid input raises before anything runs."""
     if merge is not None:
-        graph, merge_report = merge_snapshot_files(snapshot, merge, MergePolicy(policy, weights))
+        graph, merge_report = merge_snapshot_files(snapshot, merge, MergePolicy(ConflictPolicy(policy), WeightRule(weights)))
         report, summary = merge_report.to_dict(), merge_report.summary()
     else:
         graph, import_report = import_snapshot_file(snapshot)

@@ -65,8 +65,9 @@ def deep_recursion() -> Iterator[None]:
 
 
 def _stdlib_loads(data: bytes | bytearray | memoryview | str, first: orjson.JSONDecodeError | None) -> Any:
-    text = data if isinstance(data, str) else None
-    if text is None:
+    if isinstance(data, str):
+        text = data
+    else:
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError:

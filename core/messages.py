@@ -8,11 +8,10 @@ every other field alone.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, SupportsBytes
-
-import hashlib
 
 import orjson
 

@@ -67,9 +67,8 @@ def lookup_model(name: str) -> ModelInfo | None:
         return MODELS[name]
     best: ModelInfo | None = None
     for known, info in MODELS.items():
-        if name.startswith(known + "-") or name.startswith(known + "."):
-            if best is None or len(known) > len(best.name):
-                best = info
+        if name.startswith((known + "-", known + ".")) and (best is None or len(known) > len(best.name)):
+            best = info
     return best
 
 

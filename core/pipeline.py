@@ -11,7 +11,14 @@ from core.budget import FRACTION, TOKENS, Budget
 from core.config import MemoryConfig
 from core.counting import MessageCounter
 from core.errors import StoreUnavailable
-from core.messages import SYSTEM_ROLES, Message, has_text, is_summary, is_user_message, starts_with_marker
+from core.messages import (
+    SYSTEM_ROLES,
+    Message,
+    has_text,
+    is_summary,
+    is_user_message,
+    starts_with_marker,
+)
 from core.report import build_report
 from core.seams import Seams
 from core.structure import kept_lines
@@ -37,9 +44,9 @@ class CompactionResult:
     report: dict[str, Any]
     workspace: Workspace | None = field(default=None, repr=False)  # None when the run memo answered
     # How to write ``messages`` back in the input's (or the ``--to``) format; None: canonical JSONL.
-    writer: Callable[[Sequence[Message]], Iterator[bytes]] | None = field(default=None, repr=False)
+    writer: Callable[[Sequence[Message]], Iterator[bytes | memoryview]] | None = field(default=None, repr=False)
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Iterator[bytes | memoryview]:
         """The output transcript's bytes, line by line."""
         if self.writer is not None:
             return self.writer(self.messages)
@@ -153,7 +160,7 @@ def compact(
         orphans=orphans,
         skipped_lines=list(skipped_lines),
         graph=graph,
-        strategies_configured=[str(s) for s in config.strategies],
+        strategies_configured=[str(s) for s in config.strategy_specs],
         prompt_cache=prompt_cache(counted, result_messages),
     )
     return CompactionResult(messages=list(result_messages), report=report, workspace=workspace)
@@ -176,7 +183,7 @@ def _guarded(step: Callable[[Workspace, list[dict[str, Any]]], None], workspace:
     """A closing step that fails (a store refusing the write) is rolled back and recorded, like a strategy."""
     try:
         step(workspace, actions)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  a failed closing step is recorded, never fatal
         workspace.rollback()
         errors.append(f"{workspace.strategy}: {exc}")
 
@@ -195,7 +202,7 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
                    and not workspace.is_own(p)), None)
     workspace.begin("clamp_pinned", 0)
     for position, what in ((newest, "the newest request"), (system, "the first system message")):
-        if position is None or not workspace.over_budget():
+        if position is None or budget.limit is None or not workspace.over_budget():  # no limit: never over
             continue
         message = workspace.messages[position]
         excess = workspace.live_tokens - int(budget.limit * 0.97)
@@ -309,7 +316,7 @@ def _run_strategies(
     for pass_number in range(1, cap + 1):
         passes = pass_number
         progress = False
-        for spec in config.strategies:
+        for spec in config.strategy_specs:
             info = strategies.get(spec.kind)
             missing = seams.reason_missing(info.needs)
             if missing is not None:
@@ -324,7 +331,7 @@ def _run_strategies(
             except StoreUnavailable:  # the store itself broke: going on would be a silent failure
                 workspace.rollback()
                 raise
-            except Exception as exc:  # a strategy error never fails the run (memory-plugin.txt, "Errors")
+            except Exception as exc:  # noqa: BLE001  a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")
                 actions.append({**_action(info.name, pass_number, workspace.end()), "error": str(exc)})

@@ -122,7 +122,7 @@ def check_transcript(
     check_provider(provider)
     if lines is not None and len(lines) != len(messages):
         raise ValueError("lines must give one entry per message")
-    numbers = list(lines) if lines is not None else [None] * len(messages)
+    numbers: list[int | None] = list(lines) if lines is not None else [None] * len(messages)
     if provider == OPENAI:
         request = WireRequest([dict(m) for m in messages], numbers)
     else:
@@ -175,12 +175,12 @@ class _View:
 
 def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
     role = item.get("role")
-    if view.provider != RESPONSES or "type" not in item:
-        if role not in ACCEPTED_ROLES[view.provider] and not (view.provider == RESPONSES and "type" in item):
-            fix = ROLE_FIXES.get(str(role), f"use one of {', '.join(ACCEPTED_ROLES[view.provider])}")
-            view.report(index, "unknown-role", f"role {role!r} is not accepted by {view.provider}", fix)
-            view.flagged.add(index)
-            return
+    # A Responses item with a "type" (a function call, a reasoning item) carries no role.
+    if (view.provider != RESPONSES or "type" not in item) and role not in ACCEPTED_ROLES[view.provider]:
+        fix = ROLE_FIXES.get(str(role), f"use one of {', '.join(ACCEPTED_ROLES[view.provider])}")
+        view.report(index, "unknown-role", f"role {role!r} is not accepted by {view.provider}", fix)
+        view.flagged.add(index)
+        return
     if view.provider == OPENAI and role == "tool" and item.get("tool_call_id") is None:
         if isinstance(item.get("tool_call_ids"), list):
             view.report(index, "several-call-ids", "tool message answers several calls (tool_call_ids)")

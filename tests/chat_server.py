@@ -207,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body[index : index + 1])
             self.wfile.flush()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         return  # keep test output clean
 
 

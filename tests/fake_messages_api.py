@@ -51,15 +51,15 @@ class FakeMessagesAPI:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(404)
                 self.send_header("content-length", "0")
                 self.end_headers()
 
-            def do_HEAD(self) -> None:  # noqa: N802
+            def do_HEAD(self) -> None:
                 self.do_GET()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 try:

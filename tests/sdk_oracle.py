@@ -22,11 +22,10 @@ that resumes it would (a Claude Code session: the lines after the last
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-import re
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -44,8 +43,9 @@ def _adapter(kind: str) -> TypeAdapter[Any]:
         elif kind == ANTHROPIC:
             from anthropic.types import MessageParam as shape  # type: ignore[assignment]
         else:  # the top-level system parameter of messages.create
-            from anthropic.types import TextBlockParam
             from collections.abc import Iterable
+
+            from anthropic.types import TextBlockParam
 
             shape = str | Iterable[TextBlockParam]  # type: ignore[assignment]
         _ADAPTERS[kind] = TypeAdapter(shape)
@@ -190,9 +190,9 @@ def _anthropic_rules(items: list[dict[str, Any]]) -> Iterator[Violation]:
         if not blocks and not (last and role == "assistant"):
             yield Violation(index, "empty-content", f"{role} message with no content")
         for block in blocks:
-            if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text", "")).strip():
-                if not (last and role == "assistant"):
-                    yield Violation(index, "empty-text", "an empty text block")
+            if isinstance(block, dict) and block.get("type") == "text" and not str(block.get("text", "")).strip() \
+                    and not (last and role == "assistant"):
+                yield Violation(index, "empty-text", "an empty text block")
         calls = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
         for call_id in calls:  # the API's documented id pattern, and ids are unique in a request
             if not re.fullmatch(r"[a-zA-Z0-9_-]+", str(call_id)) or call_id in ids:

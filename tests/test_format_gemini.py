@@ -112,7 +112,7 @@ def test_a_rewritten_reply_puts_its_text_on_its_first_chunk(tmp_path: Path) -> N
     lines[2]["content"] = "I'll start by reading the timer module " + "and the tests " * 900
     long = tmp_path / "long.jsonl"
     long.write_text("".join(json.dumps(e) + "\n" for e in lines))
-    out, report = invoke_with_report(str(long), "--full", "-s", "clamp_oversized_messages:max_part_tokens=200",
+    out, _report = invoke_with_report(str(long), "--full", "-s", "clamp_oversized_messages:max_part_tokens=200",
                                      tmp_path=tmp_path)
     written = events(out.stdout)
     chunks = [e for e in written if e["type"] == "message" and e["role"] == "assistant"]
@@ -329,7 +329,7 @@ def test_any_conversation_written_as_a_gemini_log_reads_back_and_compacts_paired
     source = tmp_path / "chat.jsonl"
     source.write_text("".join(json.dumps(m) + "\n" for m in messages))
     converted = tmp_path / ("session.json" if target == "gemini-chat" else "run.jsonl")
-    out, report = invoke_with_report(str(source), "--unlimited", "--to", target, "-o", str(converted), tmp_path=tmp_path)
+    _out, report = invoke_with_report(str(source), "--unlimited", "--to", target, "-o", str(converted), tmp_path=tmp_path)
     back = [m.data for m in formats.read(str(converted)).messages]
     joined = {"what": "assistant messages in a row (a stream reads them back as one reply)", "count": 1}
     if not any(loss["what"] == joined["what"] for loss in report["format"]["losses"]):

@@ -19,14 +19,14 @@ FIXTURES = Path(__file__).parent / "fixtures" / "graph"
 
 INVALID_LINES = [
     "invalid.json: $.nodes[1].lables: unknown field 'lables' (did you mean \"labels\"?)",
-    "invalid.json: $.nodes[2].id: duplicate node id 'alice', first at $.nodes[0] "
-    "(give each node its own id, or merge the two into one)",
+    ("invalid.json: $.nodes[2].id: duplicate node id 'alice', first at $.nodes[0] "
+    "(give each node its own id, or merge the two into one)"),
     "invalid.json: $.relationships[0].weight: non-finite weight NaN (use a finite number; JSON has no NaN or Infinity)",
     "invalid.json: $.relationships[1].to: to 'vualt' is not a node id (add a node with this id, or correct the id)",
-    "invalid.json: $.relationships[2].id: duplicate relationship id 'r2', first at $.relationships[1] "
-    "(give each relationship its own id)",
-    "invalid.json: $.relationships[2].weight: non-finite weight Infinity "
-    "(use a finite number; JSON has no NaN or Infinity)",
+    ("invalid.json: $.relationships[2].id: duplicate relationship id 'r2', first at $.relationships[1] "
+    "(give each relationship its own id)"),
+    ("invalid.json: $.relationships[2].weight: non-finite weight Infinity "
+    "(use a finite number; JSON has no NaN or Infinity)"),
     "invalid.json: $.relationships[3].type: empty string (use a non-empty string)",
     "invalid.json: $.relationships[3].weight: expected a number, found a string (use a number)",
 ]
@@ -87,10 +87,10 @@ def test_validate_warnings_are_listed_but_pass_unless_strict(work: Path) -> None
     assert result.stdout.splitlines() == [
         "warnings.json: $.nodes[0].labels[1]: warning: label 'X' repeated (list each label once; it is written once)",
         "warnings.json: $.nodes[2]: warning: node 'lonely' has no relationships (allowed; it is kept, and ranked lightest)",
-        "warnings.json: $.relationships[1]: warning: same from, to and type as $.relationships[0] "
-        "(allowed; merge them into one relationship if they say the same thing)",
-        "warnings.json: $.relationships[2]: warning: self-loop on node 'b' "
-        "(allowed; check that from and to are meant to be the same node)",
+        ("warnings.json: $.relationships[1]: warning: same from, to and type as $.relationships[0] "
+        "(allowed; merge them into one relationship if they say the same thing)"),
+        ("warnings.json: $.relationships[2]: warning: self-loop on node 'b' "
+        "(allowed; check that from and to are meant to be the same node)"),
     ]
     assert result.stderr == "compact: 1 snapshot valid, 4 warnings\n"
     assert run("validate", "--no-warnings", "warnings.json").stdout == ""
@@ -287,8 +287,8 @@ def test_render_prints_the_message(work: Path) -> None:
         '- alice [Person] {"email":"ops@example.com"}',
         "Relationships:",
         '- alice -OWNS-> vault (weight 2) {"since":2020}',
-        "Left out: 2 nodes and 2 relationships over the limits (max_nodes 2, max_relationships 1; "
-        "lightest left out first).",
+        ("Left out: 2 nodes and 2 relationships over the limits (max_nodes 2, max_relationships 1; "
+        "lightest left out first)."),
     ]
 
 

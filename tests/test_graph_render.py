@@ -72,38 +72,12 @@ def sample() -> Graph:
 
 
 def test_render_shows_heaviest_first() -> None:
-    assert render_graph_text(sample(), GraphContextConfig()) == "\n".join(
-        [
-            "CUCA graph memory: 5 nodes, 4 relationships.",
-            "Nodes:",
-            '- vault [Place] {"city":"Lisbon"}',
-            '- alice [Person] {"email":"ops@example.com"}',
-            "- key [Secret]",
-            "- ops",
-            '- "New York" [Place]',
-            "Relationships:",
-            '- alice -OWNS-> vault (weight 2) {"since":2020}',
-            "- key -OPENS-> vault (weight 1.5)",
-            "- alice -MEMBER_OF-> ops (weight 1)",
-            '- ops -BASED_IN-> "New York" (weight 0.25)',
-        ]
-    )
+    assert render_graph_text(sample(), GraphContextConfig()) == 'CUCA graph memory: 5 nodes, 4 relationships.\nNodes:\n- vault [Place] {"city":"Lisbon"}\n- alice [Person] {"email":"ops@example.com"}\n- key [Secret]\n- ops\n- "New York" [Place]\nRelationships:\n- alice -OWNS-> vault (weight 2) {"since":2020}\n- key -OPENS-> vault (weight 1.5)\n- alice -MEMBER_OF-> ops (weight 1)\n- ops -BASED_IN-> "New York" (weight 0.25)'
 
 
 def test_render_says_what_it_left_out() -> None:
     text = render_graph_text(sample(), GraphContextConfig(max_nodes=2, max_relationships=1))
-    assert text == "\n".join(
-        [
-            "CUCA graph memory: 5 nodes, 4 relationships.",
-            "Nodes:",
-            '- vault [Place] {"city":"Lisbon"}',
-            '- alice [Person] {"email":"ops@example.com"}',
-            "Relationships:",
-            '- alice -OWNS-> vault (weight 2) {"since":2020}',
-            "Left out: 3 nodes and 3 relationships over the limits (max_nodes 2, max_relationships 1; "
-            "lightest left out first).",
-        ]
-    )
+    assert text == 'CUCA graph memory: 5 nodes, 4 relationships.\nNodes:\n- vault [Place] {"city":"Lisbon"}\n- alice [Person] {"email":"ops@example.com"}\nRelationships:\n- alice -OWNS-> vault (weight 2) {"since":2020}\nLeft out: 3 nodes and 3 relationships over the limits (max_nodes 2, max_relationships 1; lightest left out first).'
 
 
 @pytest.mark.parametrize(

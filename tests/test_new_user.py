@@ -183,8 +183,8 @@ def test_an_unknown_model_warns_with_the_nearest_names() -> None:
     result = invoke(str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "8000", "--model", "gpt4o")
     assert result.exit_code == 0
     assert result.stderr.splitlines() == [
-        "compact: warning: unknown model 'gpt4o': using a 128,000-token window and the cl100k_base encoder "
-        "(did you mean gpt-4o, gpt-4, gpt-4.1?)"
+        ("compact: warning: unknown model 'gpt4o': using a 128,000-token window and the cl100k_base encoder "
+        "(did you mean gpt-4o, gpt-4, gpt-4.1?)")
     ]
     known = invoke(str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "8000", "--model", "gpt-4o-2024-08-06")
     assert known.stderr == ""

@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 def fenced_after(heading: str, text: str) -> str:
     section = text.split(f"## {heading}\n", 1)[1]
-    return re.search(r"```\n(.*?)\n```", section, re.S).group(1).strip()
+    return re.search(r"```\n(.*?)\n```", section, re.DOTALL).group(1).strip()
 
 
 def test_ci_runs_the_readme_install_and_test_commands_verbatim() -> None:
@@ -71,7 +71,7 @@ def test_the_readme_example_config_reaches_its_budget(tmp_path: object) -> None:
 
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Configuration file\n", 1)[1]
-    config_text = re.search(r"```toml\n(.*?)\n```", section, re.S).group(1)  # type: ignore[union-attr]
+    config_text = re.search(r"```toml\n(.*?)\n```", section, re.DOTALL).group(1)  # type: ignore[union-attr]
     folder = Path(str(tmp_path))
     (folder / "compact.toml").write_text(config_text)
     report = folder / "r.json"

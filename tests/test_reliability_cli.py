@@ -29,8 +29,8 @@ def test_stdout_on_a_full_disk_is_one_line_and_exit_2() -> None:
             process = subprocess.run(["compact", *args], stdout=full, stderr=subprocess.PIPE, timeout=60)
         assert process.returncode == 2, process.stderr
         assert process.stderr.decode().splitlines() == [
-            "compact: error: cannot write the output: No space left on device"
-            " (free some space, or send the output elsewhere)"]
+            ("compact: error: cannot write the output: No space left on device"
+            " (free some space, or send the output elsewhere)")]
 
 
 def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:

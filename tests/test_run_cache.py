@@ -16,7 +16,7 @@ def test_a_rerun_gives_the_same_bytes_without_counting(samples: Path, tmp_path: 
     shutil.copy(samples / "agent_session.jsonl", source)
     first = invoke(str(source), "--max-tokens", "8000", "--report", str(tmp_path / "a.json"))
 
-    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003
+    def refuse(*args, **kwargs):
         raise AssertionError("the memo should have answered: nothing may be counted")
 
     monkeypatch.setattr(MessageCounter, "count_texts", refuse)

@@ -238,7 +238,7 @@ def test_reused_call_ids_pair_with_the_nearest_call_before_them() -> None:
     assert lines_of(dropped) == [1, 2, 5, 8]
 
 
-def test_a_placeholder_never_makes_a_result_bigger(samples, tmp_path) -> None:  # noqa: ANN001
+def test_a_placeholder_never_makes_a_result_bigger(samples, tmp_path) -> None:
     import json
 
     from tests.helpers import invoke
@@ -295,7 +295,7 @@ def test_the_default_preset_goes_on_while_it_makes_progress_so_a_rerun_changes_n
 
 
 @pytest.mark.parametrize("budget", [6000, 8000, 12000, 16000, 32000])
-def test_a_run_over_budget_ends_between_95_and_100_percent_of_it(samples, tmp_path, budget: int) -> None:  # noqa: ANN001
+def test_a_run_over_budget_ends_between_95_and_100_percent_of_it(samples, tmp_path, budget: int) -> None:
     """Budget first: the long sample session comes back using the budget, with a record of what went."""
     import json
 
@@ -313,7 +313,7 @@ def test_a_run_over_budget_ends_between_95_and_100_percent_of_it(samples, tmp_pa
         assert "- user asked (turn " in summaries[0] and "Files changed:" in summaries[0]
 
 
-def test_the_trace_of_a_removal_says_what_went_and_how_to_recall_it(tmp_path) -> None:  # noqa: ANN001
+def test_the_trace_of_a_removal_says_what_went_and_how_to_recall_it(tmp_path) -> None:
     from core.store import OffloadStore
 
     messages = [msg("system", "s"), msg("user", "Fix the parser in a.py")]

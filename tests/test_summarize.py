@@ -10,7 +10,16 @@ import pytest
 
 from core.summarizers.base import SummaryRequest
 from core.summarizers.extractive import ExtractiveSummarizer
-from tests.helpers import assistant_calls, call, invoke, msg, read_messages, result, shared_counter, write_messages
+from tests.helpers import (
+    assistant_calls,
+    call,
+    invoke,
+    msg,
+    read_messages,
+    result,
+    shared_counter,
+    write_messages,
+)
 
 KEY = "sk-test-SECRET-4f9c2e"
 GOOD = (

@@ -116,7 +116,7 @@ def test_model_name_selects_its_encoding() -> None:
     config = MemoryConfig().with_overrides(model="gpt-4o-2024-08-06")
     assert config.encoder_name == "o200k_base"
     assert config.window() == (128_000, True)
-    counter, choice = load_counter(config.encoder_name, implied=True)
+    _counter, choice = load_counter(config.encoder_name, implied=True)
     assert choice.encoding == "o200k_base" and choice.fallback_reason is None
 
 

@@ -44,7 +44,10 @@ import orjson
 
 from core import jsonio
 from core.errors import InputError
-from core.formats.base import Codec, Decoded, Line, Losses, number, serialise_lines
+from core.formats.base import Codec, Decoded, Line, Losses, number
+from core.formats.base import (
+    serialise_lines as serialise_lines,  # re-exported: formats.serialise_lines
+)
 from core.messages import Message
 from core.transcript import DEFAULT_MAX_LINE_BYTES
 

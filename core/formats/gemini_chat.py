@@ -92,7 +92,7 @@ def result_text(result: Any) -> str:
     return "\n".join(pieces)
 
 
-def record_lines(source: bytes, count: int, first: int) -> list[int]:
+def record_lines(source: bytes | memoryview, count: int, first: int) -> list[int]:
     """The line of the file where each of ``count`` message records starts (``first`` for all when not pretty-printed).
 
     JSON.stringify(…, null, 2) puts each record's opening brace alone on a
@@ -226,7 +226,8 @@ def render_records(messages: Sequence[Message], losses: Losses, stamp: Any) -> l
         not_carried(message, losses)
         text = plain_text(data.get("content"))
         if role == "tool":
-            for call_id in result_ids(data) or [None]:
+            call_ids: list[str | None] = [*result_ids(data)] or [None]
+            for call_id in call_ids:
                 entry = waiting.pop(str(call_id), None) if call_id is not None else None
                 if entry is None:
                     losses.add("tool results without their call (a saved chat keeps a result inside its call)")

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Container, Iterator, Sequence
-from typing import Any
-
-import orjson
+from types import TracebackType
+from typing import Any, Literal
 
 from core import jsonio
 from core.errors import CompactError
@@ -128,7 +127,9 @@ class _located:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> bool:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> Literal[False]:
         if isinstance(error, CompactError) and error.path is None:
             error.path = self._path
         return False

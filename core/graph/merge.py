@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-
 from core import jsonio
 from core.errors import GraphError
 from core.graph.caps import GraphCaps, enforce_caps

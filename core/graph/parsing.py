@@ -112,7 +112,7 @@ def _find_duplicates(text: str) -> list[Finding]:
         document = json.loads(text, object_pairs_hook=pairs_hook)
     except ValueError:
         return []
-    findings = []
+    findings: list[Any] = []
     stack: list[tuple[Any, tuple[PathPart, ...]]] = [(document, ())]
     while stack and len(findings) < len(repeated):
         value, where = stack.pop()

@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-
 from core import jsonio
 from core.errors import GraphError
 from core.graph.graph import Graph
@@ -213,8 +212,8 @@ def render_graph_text(
         return None
     selection = select(snapshot, config)
     lines = [
-        f"{marker} {_plural(selection.total_nodes, 'node')}, "
-        f"{_plural(selection.total_relationships, 'relationship')}."
+        (f"{marker} {_plural(selection.total_nodes, 'node')}, "
+        f"{_plural(selection.total_relationships, 'relationship')}.")
     ]
     if config.focus:
         lines.append(

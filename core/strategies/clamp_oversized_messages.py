@@ -13,7 +13,6 @@ from core.strategies.base import Param, StrategyInfo
 from core.tokens import HeuristicCounter
 from core.workspace import Workspace
 
-
 MIN_PART_TOKENS = 64
 
 
@@ -29,7 +28,7 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     while keep > 0:
         head_n = (keep + 1) // 2
         tail_n = keep - head_n
-        if heuristic:
+        if isinstance(encoder, HeuristicCounter):  # (not `heuristic`: mypy narrows only an isinstance test)
             step = max(1, int(encoder.chars_per_token))
             head, tail = text[: head_n * step], text[len(text) - tail_n * step :] if tail_n else ""
         else:
@@ -120,7 +119,9 @@ def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[A
     out, changed = [], 0
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
-        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if not isinstance(function, dict):
+            function = {}  # no call to clamp: its arguments read as None
+        arguments = function.get("arguments")
         if isinstance(arguments, str) and counter.count_text(arguments) > max_tokens:
             try:
                 parsed = orjson.loads(arguments)

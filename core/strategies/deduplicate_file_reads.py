@@ -34,7 +34,7 @@ SHELL_TOOLS = frozenset({"shell", "bash", "Bash", "exec_command", "local_shell",
 # Arguments that say which part of a file was read: reads of different parts do not supersede each other.
 RANGE_ARGUMENTS = ("offset", "limit", "view_range", "start_line", "end_line", "line_range")
 _SHELL_READERS = ("cat", "nl", "head", "tail", "sed", "bat", "less")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 
 
 def _path(arguments: Mapping[str, Any], path_arg: str) -> str | None:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.messages import PLACEHOLDER_PREFIX, Message, call_arguments, call_name, content_text, tool_calls
+from core.messages import (
+    PLACEHOLDER_PREFIX,
+    Message,
+    call_arguments,
+    call_name,
+    content_text,
+    tool_calls,
+)
 from core.summarizers.facts import first_error_line, outline
 
 PREFIX = PLACEHOLDER_PREFIX

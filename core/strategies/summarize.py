@@ -22,13 +22,12 @@ from core.errors import StrategyError
 from core.messages import (
     SUMMARY_MARKER,
     Message,
-    content_text,
-    original_data,
     call_arguments,
     call_name,
-    starts_with_marker,
-    tool_calls,
+    content_text,
     is_summary,
+    original_data,
+    tool_calls,
     written_by_compact,
 )
 from core.strategies.base import Param, StrategyInfo
@@ -294,8 +293,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
     lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
-        f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
-        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}.",
+        (f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
+        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}."),
         text,
     ]
     if store is not None:

@@ -32,7 +32,7 @@ TOOL_SCAN_CHARS = 32_000
 DEEP_RESULTS = 400
 # An earlier summary carried over may take at most this share of the room.
 PREVIOUS_SHARE = 0.5
-_SEGMENT = re.compile(r"<summary\b.*?</summary>", re.S)
+_SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
 
 # Priorities: lower is kept first when the budget is short.
 REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
@@ -41,9 +41,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _VALUE = re.compile(
     r"\d{2,}|\b[0-9a-f]{7,}\b|\b\w+(?:[._/-]\w+){1,}\b|[\w.+-]+@[\w-]+\.\w+|https?://\S+|`[^`]+`|'[^']{2,}'|\"[^\"]{2,}\""
 )
-_STATEMENT = re.compile(r"\b(?:is|are|was|were|equals|uses|returns|set to|means|lives|runs|expects)\b|: |= ", re.I)
+_STATEMENT = re.compile(r"\b(?:is|are|was|were|equals|uses|returns|set to|means|lives|runs|expects)\b|: |= ", re.IGNORECASE)
 _CODE_LINE = re.compile(r"^\s*(?:def |class |import |from |return |if |for |while |[{}()\[\];#]|//|/\*|\*|@|<)")
-_DECISION = re.compile(r"\b(?:I'll|I will|let me|let's|we should|decided|the fix|root cause|because|so that|instead)\b", re.I)
+_DECISION = re.compile(r"\b(?:I'll|I will|let me|let's|we should|decided|the fix|root cause|because|so that|instead)\b", re.IGNORECASE)
 READ_TOOLS = ("read_file", "Read", "read", "view", "open_file", "NotebookRead", "ReadFile")
 CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file",
                 "edit", "write", "replace", "str_replace_editor", "str_replace_based_edit_tool")
@@ -202,9 +202,9 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
                     if fact.strip() != said.strip():
                         add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
                 kinds.add("decision")
-                if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.I):
+                if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.IGNORECASE):
                     kinds.add("rationale")
-                if re.search(r"\bnext\b|\bwill\b|\bthen\b", text, re.I):
+                if re.search(r"\bnext\b|\bwill\b|\bthen\b", text, re.IGNORECASE):
                     kinds.add("next_step")
             for call in tool_calls(message):
                 result = results.get(str(call.get("id")), "")
