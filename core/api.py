@@ -16,6 +16,7 @@ from core.config import MemoryConfig
 from core.counting import CountCache, MessageCounter, Progress, default_cache_path, run_memo_enabled
 from core.messages import Message
 from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
+from core.report import CompressionReport, FormatReport
 from core.run_cache import RunCache, run_key
 from core.seams import Seams
 from core.tokens import EncoderChoice, bpe_available, load_counter
@@ -157,10 +158,16 @@ def compact_file(
             result.writer = lambda _messages: formats.serialise_lines(items)
         elif transcript.format != formats.OPENAI:
             result.writer = lambda messages: formats.write(transcript, messages)
-        result.report["format"] = {"input": transcript.format, "output": target, "losses": losses}
-        if transcript.format == target == formats.OPENAI and memo is not None and not result.report["skipped_lines"]:
+        report = result.compression
+        if report is None:  # (compact always reports; only a dataset's result has no CompressionReport)
+            raise AssertionError("compact returned no report")
+        # The pipeline cannot know the formats: it completes the report here, before anything reads it.
+        report = result.compression = dataclasses.replace(
+            report, format=FormatReport(transcript.format, target, losses)
+        )
+        if transcript.format == target == formats.OPENAI and memo is not None and not report.skipped_lines:
             cache, key = memo
-            cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), result.report)
+            cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), report.to_dict())
         return result
     finally:
         if memo is not None:
@@ -185,7 +192,7 @@ def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter
     compactor = DatasetCompactor(decoded.path, config, counter=counter, encoder=choice, mode=mode, repair=repair,
                                  skip_invalid=skip_invalid, seams=seams)
     output = [compactor.line(line.number, line.to_bytes()) for line in decoded.lines]
-    return CompactionResult(messages=[], report=compactor.report(),
+    return CompactionResult(messages=[], dataset_report=compactor.report(),
                             writer=lambda _messages: (chunk for line in output for chunk in (line, b"\n")))
 
 
@@ -204,10 +211,14 @@ def _memo_lookup(
     hit = cache.get(key)
     if hit is None:
         return cache, key
+    output, stored = hit
+    try:
+        report = CompressionReport.from_dict(stored)
+    except (TypeError, KeyError):  # a report of another shape (an older version wrote it): run again
+        return cache, key
     cache.close()
-    output, report = hit
     messages = [Message(data=jsonio.loads(line), line=None, source=line) for line in output.splitlines()]
-    return CompactionResult(messages=messages, report=report, workspace=None)
+    return CompactionResult(messages=messages, compression=report, workspace=None)
 
 
 def count_file(path: str, config: MemoryConfig, *, use_cache: bool = True, stdin: BinaryIO | None = None) -> dict[str, Any]:

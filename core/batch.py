@@ -40,7 +40,6 @@ from core.dataset import (
     DATASET,
     TRANSCRIPT,
     DatasetCompactor,
-    acted,
     compact_dataset_lines,
     sniff_file,
 )
@@ -367,16 +366,18 @@ def _compact_transcript(
         atomic_write_chunks(task.output, formats.write(transcript, result.messages), follow=False)
     finally:
         _close_source(transcript.messages)
-    report = result.report
-    changed = bool(acted(report)) or report["warning_appended"] or report["after"] != report["before"]
+    report = result.compression
+    if report is None:  # (compact always reports)
+        raise AssertionError("compact returned no report")
+    changed = bool(report.acted()) or report.warning_appended or report.after != report.before
     return BatchRow(
         index=task.index, input=task.input, output=task.output, status=COMPACTED if changed else UNCHANGED,
         kind=TRANSCRIPT,
         conversations=1,
-        messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
-        tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
-        strategies={name: 1 for name in acted(report)}, over_budget=int(bool(report["over_budget"])),
-        skipped_lines=len(report["skipped_lines"]),
+        messages_before=report.before.messages, messages_after=report.after.messages,
+        tokens_before=report.before.tokens, tokens_after=report.after.tokens,
+        strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
+        skipped_lines=len(report.skipped_lines),
     )
 
 

@@ -172,15 +172,17 @@ class DatasetCompactor:
             messages, self.config, self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
             seams=self.seams, source=f"{self.name}:{number}",
         )
-        report = result.report
+        report = result.compression
+        if report is None:  # (compact always reports)
+            raise AssertionError("compact returned no report")
         changed = not (
-            report["prompt_cache"]["prefix_messages"] == len(messages) == len(result.messages)
+            report.prompt_cache["prefix_messages"] == len(messages) == len(result.messages)
         )
         self.rows.append(_row(
             number,
-            report["before"]["messages"], report["after"]["messages"],
-            report["before"]["tokens"], report["after"]["tokens"],
-            changed=changed, over_budget=bool(report["over_budget"]), strategies=acted(report),
+            report.before.messages, report.after.messages,
+            report.before.tokens, report.after.tokens,
+            changed=changed, over_budget=report.over_budget, strategies=report.acted(),
         ))
         if not changed:
             return raw
@@ -238,15 +240,6 @@ class DatasetCompactor:
             "skipped_lines": list(self.skipped_lines),
             "rows": list(rows),
         }
-
-
-def acted(report: dict[str, Any]) -> list[str]:
-    """The strategies that changed something in a CompressionReport, in the order they first acted."""
-    names: dict[str, None] = {}
-    for action in report["actions"]:
-        if action["error"] is None:
-            names.setdefault(action["strategy"], None)
-    return list(names)
 
 
 def compact_dataset_lines(

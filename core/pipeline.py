@@ -19,7 +19,7 @@ from core.messages import (
     is_user_message,
     starts_with_marker,
 )
-from core.report import build_report
+from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
 from core.seams import Seams
 from core.structure import kept_lines
 from core.tokens import EncoderChoice
@@ -41,10 +41,17 @@ GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[
 @dataclass
 class CompactionResult:
     messages: list[Message]
-    report: dict[str, Any]
+    # One transcript's report; None for a dataset, whose summary is ``dataset_report``.
+    compression: CompressionReport | None = None
     workspace: Workspace | None = field(default=None, repr=False)  # None when the run memo answered
     # How to write ``messages`` back in the input's (or the ``--to``) format; None: canonical JSONL.
     writer: Callable[[Sequence[Message]], Iterator[bytes | memoryview]] | None = field(default=None, repr=False)
+    dataset_report: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def report(self) -> dict[str, Any]:
+        """The report as JSON data: the CompressionReport's, or a dataset's summary."""
+        return self.compression.to_dict() if self.compression is not None else self.dataset_report
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         """The output transcript's bytes, line by line."""
@@ -56,7 +63,9 @@ class CompactionResult:
 
     @property
     def over_budget(self) -> bool:
-        return bool(self.report["over_budget"])
+        if self.compression is not None:
+            return self.compression.over_budget
+        return bool(self.dataset_report["over_budget"])  # a dataset counts its conversations over budget
 
 
 def warning_text(marker: str, tokens: int, window: int) -> str:
@@ -141,29 +150,28 @@ def compact(
     if graph_step is not None:
         result_messages, graph = graph_step(list(result_messages), counter)
 
-    report = build_report(
-        source=source,
-        encoder=encoder,
+    report = CompressionReport(
+        input=source,
         mode=mode,
-        before=before,
-        after={"messages": workspace.live_messages, "tokens": workspace.live_tokens},
-        budget=budget,
-        floor={"messages": floor_messages, "tokens": floor_tokens},
+        encoder=EncoderReport.of(encoder),
+        before=Usage.of(before["messages"], before["tokens"], budget.window),
+        after=Usage.of(workspace.live_messages, workspace.live_tokens, budget.window),
+        budget=BudgetReport.of(budget, Floor(floor_messages, floor_tokens)),
         triggered=triggered,
         passes=passes,
+        strategies=[str(s) for s in config.strategy_specs],
         actions=actions,
         skipped=[{"strategy": k, "reason": v} for k, v in skipped.items()],
-        errors=errors,
+        last_error=errors[-1] if errors else None,
         warning_appended=warning_appended,
         over_budget=budget.over(workspace.live_messages, workspace.live_tokens),
-        ledger=workspace.ledger,
+        removed=workspace.ledger,
         orphans=orphans,
         skipped_lines=list(skipped_lines),
         graph=graph,
-        strategies_configured=[str(s) for s in config.strategy_specs],
         prompt_cache=prompt_cache(counted, result_messages),
     )
-    return CompactionResult(messages=list(result_messages), report=report, workspace=workspace)
+    return CompactionResult(messages=list(result_messages), compression=report, workspace=workspace)
 
 
 # The task statement stays pinned while it takes at most this share of a token budget.
