@@ -42,7 +42,7 @@ from core.graph import (
     save_snapshot,
     validate_snapshot_file,
 )
-from core.graph.schema import load_schema
+from core.graph.schema import SNAPSHOT_SCHEMA, load_schema
 
 LABELS = ["Person", "Place", "Thing", "Event", "Team", "Secret"]
 TYPES = ["KNOWS", "OWNS", "NEAR", "PART_OF", "MENTIONS"]
@@ -151,7 +151,7 @@ def jsonschema_per_item(path: Path, sample: int) -> float:
     """Seconds jsonschema alone would take for every item, extrapolated from ``sample`` items."""
     from jsonschema import Draft202012Validator
 
-    schema = load_schema()
+    schema = load_schema(SNAPSHOT_SCHEMA)
     document = orjson.loads(path.read_bytes())
     validators = {
         name: Draft202012Validator({"$defs": schema["$defs"], "$ref": f"#/$defs/{name}"})

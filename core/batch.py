@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.config import MemoryConfig, check_keep_lines, config_from_dict
 from core.counting import CountCache, MessageCounter, default_cache_path
 from core.dataset import (
@@ -188,7 +189,7 @@ def _is_json_array(path: str) -> bool:
             head = handle.read(4096)
     except OSError:
         return False  # the worker reports the unreadable file
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] == b"["
+    return head.removeprefix(jsonio.UTF8_BOM).lstrip()[:1] == b"["
 
 
 def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:

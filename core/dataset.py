@@ -50,7 +50,6 @@ from core.transcript import check_message  # the transcript reader's own message
 DATASET = "dataset"
 TRANSCRIPT = "transcript"
 DATASET_REPORT_VERSION = 1
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def looks_like_dataset(line: bytes | str) -> bool:
@@ -79,7 +78,7 @@ def sniff_bytes(data: bytes) -> str:
 
 def _position(lines: list[bytes]) -> int:
     """The index just after the first non-blank line."""
-    return next(i for i, line in enumerate(lines) if line.strip() and line.strip() != _UTF8_BOM) + 1
+    return next(i for i, line in enumerate(lines) if line.strip() and line.strip() != jsonio.UTF8_BOM) + 1
 
 
 def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str:
@@ -113,8 +112,8 @@ def _array_of_conversations(data: bytes) -> bool:
 def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     """(1-based line number, line without its line end) of the non-blank lines; a leading BOM is dropped."""
     for number, line in enumerate(lines, start=1):
-        if number == 1 and line.startswith(_UTF8_BOM):
-            line = line[len(_UTF8_BOM):]
+        if number == 1 and line.startswith(jsonio.UTF8_BOM):
+            line = line[len(jsonio.UTF8_BOM):]
         line = line.rstrip(b"\r\n")
         if line.strip():
             yield number, line
@@ -266,7 +265,7 @@ def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
     head: list[bytes] = []
     for line in source:
         head.append(line)
-        text = line[len(_UTF8_BOM):] if len(head) == 1 and line.startswith(_UTF8_BOM) else line
+        text = line[len(jsonio.UTF8_BOM):] if len(head) == 1 and line.startswith(jsonio.UTF8_BOM) else line
         if text.strip():
             if text.lstrip()[:1] == b"[":
                 return _elements(b"".join([text, *source]), name)
@@ -275,14 +274,9 @@ def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
 
 
 def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
-    from core.formats import array_lines
+    from core.formats import parse_array
 
-    try:
-        elements = jsonio.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
-                         column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
-    return enumerate(array_lines(elements, name).splitlines(), start=1)
+    return enumerate(parse_array(data, name).splitlines(), start=1)
 
 
 def compact_dataset_bytes(
@@ -322,8 +316,7 @@ def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
 def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object without a messages or conversations list" if "role" not in value else "a single message"
-    kinds = {list: "an array", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
-    return kinds.get(type(value), "null")
+    return jsonio.kind_name(value) or "null"
 
 
 def _row(

@@ -22,6 +22,8 @@ import orjson
 
 # 19 digits in a row may be an integer orjson cannot hold (past -2**63 .. 2**64-1); inside a
 # string or a fraction the match costs only a slower exact parse.
+# The byte-order mark some editors put before JSON or JSONL; readers skip it.
+UTF8_BOM = b"\xef\xbb\xbf"
 _LONG_DIGITS_BYTES = re.compile(rb"\d{19}")
 _LONG_DIGITS_TEXT = re.compile(r"\d{19}")
 _DEEP_RECURSION = 20_000  # what the standard library may recurse while writing (orjson reads 1024 deep)
@@ -87,3 +89,20 @@ def _stdlib_loads(data: bytes | bytearray | memoryview | str, first: orjson.JSON
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+def kind_name(value: Any) -> str | None:
+    """How an error message names a JSON value's type ("an array", "a number"); None for another type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):  # before int: a bool is an int
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return None

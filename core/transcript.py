@@ -20,9 +20,6 @@ from core.messages import ROLES, Message
 from core.schemas import first_error
 
 STDIN = "-"
-_JSON_KINDS = {"list": "an array", "str": "a string", "int": "a number", "float": "a number",
-               "bool": "a boolean", "NoneType": "null"}
-_UTF8_BOM = b"\xef\xbb\xbf"
 _BLANK = re.compile(rb"[ \t\r\f\v]*")
 READ_BLOCK = 8 << 20
 # The longest line read (--max-line-bytes): a device such as /dev/zero, or a file that is not
@@ -191,8 +188,8 @@ def _parse_block(
 ) -> int:
     """Parse the lines of one block; returns the number of the last line seen."""
     start = 0
-    if base == 0 and raw.startswith(_UTF8_BOM):
-        start = len(_UTF8_BOM)
+    if base == 0 and raw.startswith(jsonio.UTF8_BOM):
+        start = len(jsonio.UTF8_BOM)
     view = memoryview(raw)
     lines_before = number
     for line_number, begin, stop in _lines(raw, start, lines_before):
@@ -246,7 +243,7 @@ def parse_json_object(line: bytes | memoryview, path: str, number: int) -> dict[
             fix="each line must be one complete JSON object",
         ) from None
     if not isinstance(data, dict):
-        kind = _JSON_KINDS.get(type(data).__name__, "a value")
+        kind = jsonio.kind_name(data) or "a value"
         raise InputError(
             f"{kind}, not a message object",
             path=path,

@@ -54,7 +54,6 @@ from core.transcript import DEFAULT_MAX_LINE_BYTES
 STDIN = "-"
 SAMPLE_LINES = 64
 SAMPLE_BYTES = 8 << 20
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 OPENAI = "openai"
 DATASET = "dataset"
@@ -209,13 +208,18 @@ def _array_as_lines(path: str, name: str, raw: bytes | None, head: bytes | None 
     if probe is None:
         with open(path, "rb") as stream:
             probe = stream.read(4096)
-    if probe.removeprefix(_UTF8_BOM).lstrip()[:1] != b"[":
+    if probe.removeprefix(jsonio.UTF8_BOM).lstrip()[:1] != b"[":
         return None
     if raw is None:
         with open(path, "rb") as stream:
             raw = stream.read()
+    return parse_array(raw.removeprefix(jsonio.UTF8_BOM), name)
+
+
+def parse_array(data: bytes, name: str) -> bytes:
+    """A whole JSON array file (without its BOM) parsed, and its elements as JSONL bytes."""
     try:
-        elements = jsonio.loads(raw.removeprefix(_UTF8_BOM))
+        elements = jsonio.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON array: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file starting with [ must be one complete JSON array") from None
@@ -230,8 +234,7 @@ def array_lines(elements: Any, name: str) -> bytes:
         raise InputError("the JSON array is empty; it needs at least one conversation or message", path=name)
     for index, element in enumerate(elements, start=1):
         if not isinstance(element, dict):
-            kind = {list: "an array", str: "a string", bool: "a boolean", int: "a number",
-                    float: "a number"}.get(type(element), "null")
+            kind = jsonio.kind_name(element) or "null"
             raise InputError(
                 f"element {index} of this JSON array is {kind}; compact reads an array of conversations or messages",
                 path=name, fix='each element must be an object: {"conversations": [...]}, {"messages": [...]} '
@@ -245,7 +248,7 @@ def array_lines(elements: Any, name: str) -> bytes:
 
 def _is_document(probe: bytes) -> bool:
     """Does the input start with a lone ``{`` line: one pretty-printed JSON object (a Gemini CLI saved chat)?"""
-    return probe.removeprefix(_UTF8_BOM).lstrip().split(b"\n", 1)[0].strip() == b"{"
+    return probe.removeprefix(jsonio.UTF8_BOM).lstrip().split(b"\n", 1)[0].strip() == b"{"
 
 
 def document_line(raw: bytes, name: str) -> Line | None:
@@ -255,7 +258,7 @@ def document_line(raw: bytes, name: str) -> Line | None:
     """
     if not _is_document(raw[:4096]):
         return None
-    body = raw.removeprefix(_UTF8_BOM)
+    body = raw.removeprefix(jsonio.UTF8_BOM)
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -284,7 +287,7 @@ def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None 
     """The non-blank lines of ``raw`` parsed as JSON objects; a bad line is an error unless ``skip_invalid``."""
     from core.transcript import _lines, parse_json_object
 
-    start = len(_UTF8_BOM) if raw.startswith(_UTF8_BOM) else 0
+    start = len(jsonio.UTF8_BOM) if raw.startswith(jsonio.UTF8_BOM) else 0
     view = memoryview(raw)
     lines: list[Line] = []
     for line_number, begin, stop in _lines(raw, start, 0):

@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from core import jsonio
 from core.formats.base import Codec, Decoded, Line, Losses, changed, line_error
 from core.formats.gemini_stream import (
     arguments_of,
@@ -52,7 +53,6 @@ from core.messages import Message, is_summary, result_ids, tool_calls
 
 MESSAGE_TYPES = ("user", "gemini")
 DOCUMENT_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated")
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ class GeminiChat(Codec):
         last = records[-1].get("timestamp") if records else now_stamp()
         records.extend(_added(waiting, last, Losses()))
         source = line.to_bytes()
-        bom = _UTF8_BOM if source.startswith(_UTF8_BOM) else b""
+        bom = jsonio.UTF8_BOM if source.startswith(jsonio.UTF8_BOM) else b""
         yield bom + document_bytes({**document, "messages": records}, newline=source.endswith(b"\n"))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[bytes]:  # type: ignore[override]

@@ -20,13 +20,14 @@ import difflib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import orjson
+from core import jsonio
+from core.schemas import load_schema  # the one loader; re-exported for the graph tests and bench
 
-SNAPSHOT_SCHEMA = "graph-snapshot.schema.json"
-REPORT_SCHEMA = "graph-report.schema.json"
+# Names for core.schemas.load_schema (schemas/<name>.schema.json).
+SNAPSHOT_SCHEMA = "graph-snapshot"
+REPORT_SCHEMA = "graph-report"
 
 Predicate = Callable[[Any], bool]
 
@@ -46,15 +47,8 @@ _ANNOTATIONS = frozenset(
         "writeOnly",
     }
 )
-_JSON_TYPE_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
-@cache
-def load_schema(name: str = SNAPSHOT_SCHEMA) -> dict[str, Any]:
-    """A schema shipped in the ``schemas`` package, parsed once."""
-    data = resources.files("schemas").joinpath(name).read_bytes()
-    schema: dict[str, Any] = orjson.loads(data)
-    return schema
 
 
 class _Unsupported(Exception):
@@ -242,13 +236,7 @@ class ItemChecker:
 
 
 def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+    return jsonio.kind_name(value) or type(value).__name__
 
 
 def _describe(error: Any) -> Iterator[SchemaIssue]:
@@ -278,7 +266,7 @@ def _describe(error: Any) -> Iterator[SchemaIssue]:
         yield SchemaIssue(parts, "empty string", "use a non-empty string")
     else:
         message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
-        yield SchemaIssue(parts, message, "see schemas/" + SNAPSHOT_SCHEMA)
+        yield SchemaIssue(parts, message, f"see schemas/{SNAPSHOT_SCHEMA}.schema.json")
 
 
 @cache
