@@ -156,14 +156,20 @@ def test_a_kill_leaves_the_previous_file_whole_and_the_next_run_cleans_up(tmp_pa
     if flag == "-o":
         target.write_bytes(previous)
     args = ["compact", str(source), "--unlimited", "--no-cache", flag] + (["out.jsonl"] if flag == "-o" else [])
+    seen: list[tuple[bytes, bytes]] = []
     for delay in (0.6, 1.2, 1.8):
         before = target.read_bytes()
         process = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        if process.returncode != 0:  # killed: the file is exactly as it was, not half-written
-            assert target.read_bytes() == before
+        if process.returncode != 0:
+            seen.append((before, target.read_bytes()))
     again = subprocess.run(args, cwd=tmp_path, capture_output=True, timeout=120)
     assert again.returncode == 0, again.stderr
+    finished = target.read_bytes()
+    # Killed: the file is exactly as it was, or (killed after the rename, at shutdown) the whole new
+    # output; never half-written.
+    for before, after in seen:
+        assert after in (before, finished)
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
