@@ -97,8 +97,8 @@ def batch(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the persistent token-count cache.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of usage errors.")] = False,
 ) -> None:
-    from core.batch import batch_report, default_jobs, plan_batch, run_pool
-    from core.pipeline import BUDGET, FULL, UNLIMITED
+    from core.batch.runner import batch_report, default_jobs, plan_batch, run_pool
+    from core.engine.pipeline import BUDGET, FULL, UNLIMITED
 
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
@@ -135,13 +135,13 @@ def batch(
                     on_row(row)
 
             if engine == "ray":
-                from core.ray_engine import run_ray
+                from core.batch.ray_engine import run_ray
 
                 rows = run_ray(tasks, address=ray_address, jobs=jobs, fail_fast=fail_fast, on_row=record)
             else:
                 rows = run_pool(tasks, jobs=jobs or 1, fail_fast=fail_fast, on_row=record)
     except KeyboardInterrupt:
-        from core.batch import finished_since
+        from core.batch.runner import finished_since
 
         # Workers finish outputs the parent never hears of once Ctrl-C reaches the whole group.
         finished = len({row.index for row in done} | finished_since(tasks, wall_start))
@@ -165,7 +165,7 @@ def batch(
 
 def _check_encoder(settings: Any) -> None:
     """Load the encoder once here, so a bad --encoder is one usage error, not a failure per input."""
-    from core.tokens import load_counter
+    from core.counting.tokenizers import load_counter
 
     load_counter(settings.encoder_name, backend=settings.backend, chars_per_token=settings.chars_per_token,
                  implied=settings.encoder_implied)
@@ -181,7 +181,7 @@ def _write_report(document: dict[str, Any], report: str | None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return
-    from core.fileio import atomic_write_bytes
+    from core.io.staged import atomic_write_bytes
 
     atomic_write_bytes(report, data)
 

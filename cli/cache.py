@@ -13,7 +13,7 @@ cache_app = typer.Typer(
 
 @cache_app.command(name="clear", help="Delete the cache file (and its -wal/-shm); the next run starts a new one.")
 def clear() -> None:
-    from core.counting import clear_cache, default_cache_path
+    from core.counting.counter import clear_cache, default_cache_path
 
     removed = clear_cache()
     if removed:
@@ -24,6 +24,6 @@ def clear() -> None:
 
 @cache_app.command(name="path", help="Print where the cache file is (COMPACT_CACHE_DIR, XDG_CACHE_HOME, ~/.cache).")
 def path() -> None:
-    from core.counting import default_cache_path
+    from core.counting.counter import default_cache_path
 
     typer.echo(str(default_cache_path()))

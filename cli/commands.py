@@ -104,7 +104,7 @@ def build_config(
 
 def _warn_unknown_model(settings: Any) -> None:
     """An unknown --model still runs (on the default window and encoder), but never silently."""
-    from core.models import lookup_model, nearest_models
+    from core.counting.models import lookup_model, nearest_models
 
     if not settings.model or lookup_model(settings.model) is not None:
         return
@@ -181,14 +181,14 @@ def run(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
     from core.api import compact_file
-    from core.pipeline import BUDGET, FULL, UNLIMITED
+    from core.engine.pipeline import BUDGET, FULL, UNLIMITED
 
     if output is not None and str(output) == "-":
         output = None  # `-o -` is stdout, as `-` is stdin and `--report -` is stdout
     if full and unlimited:
         raise ConfigError("--full and --unlimited are mutually exclusive", fix="give one of them")
     if check_for is not None:
-        from core.provider_check import PROVIDERS
+        from core.analysis.provider_check import PROVIDERS
 
         if check_for not in PROVIDERS:  # checked before anything runs (a summarizer may cost money)
             raise ConfigError(f"unknown provider {check_for!r} for --check-for", fix=f"use one of {', '.join(PROVIDERS)}")
@@ -201,7 +201,7 @@ def run(
         raise ConfigError("--in-place keeps the file's format, so it cannot be combined with --to",
                           fix="write the converted transcript with -o FILE")
     to_stdout = output is None and not in_place
-    from core.fileio import same_file
+    from core.io.staged import same_file
 
     if file != "-":
         for name, target in (("--report", report), ("--output", output)):
@@ -240,7 +240,7 @@ def run(
     step = None
     if graph is not None:
         from core.graph import GraphContextConfig
-        from core.graph_context import graph_step, load_working_graph
+        from core.graph.context import graph_step, load_working_graph
 
         context = GraphContextConfig(max_nodes=graph_max_nodes, max_relationships=graph_max_relationships)
         working = load_working_graph(
@@ -268,7 +268,7 @@ def run(
         from cli.render import plan_lines
 
         if report not in (None, "-"):
-            from core.fileio import atomic_write_bytes
+            from core.io.staged import atomic_write_bytes
 
             atomic_write_bytes(report, _report_bytes(result.report))
         if report == "-":  # stdout holds one thing: the plan as JSON (the report) instead of text
@@ -353,9 +353,9 @@ def _progress(quiet: bool) -> Iterator[Any]:
 
 def _check_provider(result: Any, provider: str) -> None:
     """Judge the transcript about to be written as ``compact validate --for`` would; name lines of the result."""
+    from core.analysis.provider_check import REPAIRABLE
+    from core.analysis.provider_requests import validate_bytes
     from core.errors import CheckFailed
-    from core.provider_check import REPAIRABLE
-    from core.provider_requests import validate_bytes
 
     written_as = result.report.get("format", {}).get("output", "openai")
     verdicts = validate_bytes(b"".join(result.chunks()), written_as, provider)
@@ -378,8 +378,8 @@ def _report_bytes(report: dict[str, Any]) -> bytes:
 
 
 def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
-    from core.fileio import StagedWrites
-    from core.transcript import backup_chunks, write_chunks
+    from core.io.staged import StagedWrites
+    from core.io.transcript import backup_chunks, write_chunks
 
     report_bytes = _report_bytes(result.report)
     staged = StagedWrites()
@@ -436,7 +436,7 @@ def count(
     import orjson
 
     from core.api import compact_file
-    from core.pipeline import UNLIMITED
+    from core.engine.pipeline import UNLIMITED
 
     settings = build_config(
         config, model=model, encoder=encoder, backend=backend, context_window=context_window,

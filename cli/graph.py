@@ -136,8 +136,8 @@ def _check_destinations(output: Path | None, report: str | None) -> None:
 def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: str | None) -> None:
     import orjson
 
-    from core.fileio import atomic_write_bytes
     from core.graph import dump_snapshot_chunks, save_snapshot
+    from core.io.staged import atomic_write_bytes
 
     if output is None:
         stdout = typer.get_binary_stream("stdout")

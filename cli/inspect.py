@@ -1,7 +1,7 @@
 """`compact stats`, `compact diff` and `compact validate`: look at transcripts, change nothing.
 
-Each command parses its options, makes one call into core (core.stats,
-core.diff, core.provider_check) and renders the result: rich tables or one
+Each command parses its options, makes one call into core (core.analysis.stats,
+core.analysis.diff, core.analysis.provider_check) and renders the result: rich tables or one
 JSON document on stdout. Domain errors propagate to the boundary in cli.errors.
 """
 
@@ -24,8 +24,8 @@ from cli.commands import (
     _check_formats,
     build_config,
 )
+from core.analysis.provider_check import REPAIRABLE
 from core.errors import CheckFailed, ConfigError
-from core.provider_check import REPAIRABLE
 
 STATS_HELP = """Show where a transcript's tokens go: by role, by tool, by file read, the largest messages,
 and the files read more than once with what those rereads cost.
@@ -102,7 +102,7 @@ def stats(
     config: ConfigOpt = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
-    from core.stats import DEFAULT_READ_TOOLS, stats_file
+    from core.analysis.stats import DEFAULT_READ_TOOLS, stats_file
 
     settings = _counting(config, model, encoder, backend, chars_per_token, framing)
     read_tools = tuple(read_tool or DEFAULT_READ_TOOLS)
@@ -126,7 +126,7 @@ def diff(
     config: ConfigOpt = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
-    from core.diff import diff_files
+    from core.analysis.diff import diff_files
 
     if before == "-" and after == "-":
         raise ConfigError("BEFORE and AFTER cannot both be stdin", fix="give at least one of them as a file")
@@ -140,7 +140,7 @@ def diff(
 
 def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None) -> None:
     from core import formats
-    from core.provider_requests import validate as judge
+    from core.analysis.provider_requests import validate as judge
 
     _check_formats(source_format)
     transcript = formats.read(file, source_format=source_format)

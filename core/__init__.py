@@ -2,10 +2,10 @@
 
 from core.api import compact_file, count_file, open_counter
 from core.config import MemoryConfig, StrategySpec, load_config
+from core.engine.pipeline import CompactionResult, Seams, compact
 from core.errors import CompactError
+from core.io.transcript import read_transcript, write_transcript
 from core.messages import Message
-from core.pipeline import CompactionResult, Seams, compact
-from core.transcript import read_transcript, write_transcript
 
 __all__ = [
     "CompactError",

@@ -11,16 +11,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from core import jsonio
 from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, Progress, default_cache_path, run_memo_enabled
+from core.counting.counter import (
+    CountCache,
+    MessageCounter,
+    Progress,
+    default_cache_path,
+    run_memo_enabled,
+)
+from core.counting.tokenizers import EncoderChoice, bpe_available, load_counter
+from core.engine.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
+from core.engine.seams import Seams
+from core.io import jsonio
+from core.io.transcript import serialise
 from core.messages import Message
-from core.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
 from core.report import CompressionReport, FormatReport
 from core.run_cache import RunCache, run_key
-from core.seams import Seams
-from core.tokens import EncoderChoice, bpe_available, load_counter
-from core.transcript import serialise
 
 
 def open_counter(config: MemoryConfig, *, use_cache: bool = True) -> tuple[MessageCounter, EncoderChoice]:
@@ -187,7 +193,7 @@ def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: s
 def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter, choice: Any, *, mode: str,
                      repair: bool, skip_invalid: bool, seams: Seams) -> CompactionResult:
     """Each conversation of a dataset compacted on its own budget; the report has a row per conversation."""
-    from core.dataset import DatasetCompactor
+    from core.batch.dataset_run import DatasetCompactor
 
     compactor = DatasetCompactor(decoded.path, config, counter=counter, encoder=choice, mode=mode, repair=repair,
                                  skip_invalid=skip_invalid, seams=seams)

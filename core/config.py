@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 
 from core import strategies
+from core.counting.models import DEFAULT_ENCODING, lookup_model
+from core.engine.structure import KeepRule
 from core.errors import ConfigError
-from core.models import DEFAULT_ENCODING, lookup_model
-from core.schemas import load_schema, validator
-from core.structure import KeepRule
+from core.io.schema_loader import load_schema, validator
 
 WARNING_MARKER = "CUCA context warning:"
 GRAPH_MARKER = "CUCA graph memory:"
@@ -155,7 +155,7 @@ class MemoryConfig:
     store_max_bytes: int | None = None
     store_at_cap: str = "refuse"
     store_timeout: float = 30.0
-    max_line_bytes: int = 256 << 20  # = core.transcript.DEFAULT_MAX_LINE_BYTES
+    max_line_bytes: int = 256 << 20  # = core.io.transcript.DEFAULT_MAX_LINE_BYTES
     summarizer: str | None = None
     summarizer_url: str | None = None
     summarizer_model: str | None = None

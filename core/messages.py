@@ -15,7 +15,7 @@ from typing import Any, SupportsBytes
 
 import orjson
 
-from core import jsonio
+from core.io import jsonio
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = ("system", "developer")

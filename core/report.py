@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.budget import Budget
-from core.tokens import EncoderChoice
+from core.counting.tokenizers import EncoderChoice
+from core.engine.budget import Budget
 
 REPORT_VERSION = 1
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from core.counting import open_cache_db
+from core.counting.counter import open_cache_db
 
 MAX_OUTPUT_BYTES = 8 << 20
 KEEP_RUNS = 50  # at most 400 MB of memoised outputs

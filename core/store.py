@@ -41,8 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from core import jsonio
 from core.errors import StoreError, StoreUnavailable
+from core.io import jsonio
 
 SCHEMA_VERSION = 1
 AT_CAP_POLICIES = ("refuse", "evict_oldest")

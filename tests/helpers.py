@@ -51,7 +51,7 @@ def shared_counter() -> Any:
     """One loaded encoder for the whole test session (loading costs ~0.1 s)."""
     global _COUNTER
     if _COUNTER is None:
-        from core.tokens import load_counter
+        from core.counting.tokenizers import load_counter
 
         _COUNTER = load_counter("cl100k_base")
     return _COUNTER
@@ -62,9 +62,9 @@ def run_core(messages: list[dict[str, Any]], *, mode: str = "budget", repair: bo
     import orjson
 
     from core.config import MemoryConfig, StrategySpec
-    from core.counting import MessageCounter
+    from core.counting.counter import MessageCounter
+    from core.engine.pipeline import compact
     from core.messages import Message
-    from core.pipeline import compact
 
     if "strategies" in settings:
         settings["strategies"] = tuple(StrategySpec.parse(s) for s in settings["strategies"])

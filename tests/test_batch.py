@@ -1,4 +1,4 @@
-"""`compact batch` (core.batch, cli.batch): many inputs, a process pool, one report, resumable."""
+"""`compact batch` (core.batch.runner, cli.batch): many inputs, a process pool, one report, resumable."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import orjson
 import pytest
 
-from core import batch as core_batch
-from core.batch import (
+from core.batch import runner as core_batch
+from core.batch.runner import (
     COMPACTED,
     FAILED,
     UP_TO_DATE,
@@ -24,7 +24,7 @@ from core.batch import (
     sidecar_path,
 )
 from core.config import MemoryConfig
-from core.schemas import validator
+from core.io.schema_loader import validator
 from tests.helpers import invoke, msg, write_messages
 from tests.test_dataset import conversation, dataset_bytes
 

@@ -10,7 +10,7 @@ import pytest
 from core import strategies
 from core.config import MemoryConfig, StrategySpec, load_config
 from core.errors import ConfigError
-from core.schemas import load_schema
+from core.io.schema_loader import load_schema
 from tests.helpers import invoke
 
 TOML = """

@@ -1,4 +1,4 @@
-"""Conversation-per-line datasets (core.dataset): detection, per-conversation compaction, the report."""
+"""Conversation-per-line datasets (core.batch.dataset_run): detection, per-conversation compaction, the report."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from core.config import MemoryConfig
-from core.counting import MessageCounter
-from core.dataset import (
+from core.batch.dataset_run import (
     DATASET,
     TRANSCRIPT,
     compact_dataset_bytes,
@@ -19,8 +17,10 @@ from core.dataset import (
     sniff_bytes,
     sniff_file,
 )
+from core.config import MemoryConfig
+from core.counting.counter import MessageCounter
 from core.errors import InputError
-from core.schemas import load_schema
+from core.io.schema_loader import load_schema
 from tests.helpers import (
     assistant_calls,
     call,

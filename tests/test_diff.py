@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.diff import diff_messages, match_keys
+from core.analysis.diff import diff_messages, match_keys
 from core.messages import Message
 from tests.helpers import assistant_calls, call, invoke, msg, result, run_core
 from tests.test_provider_check import transcripts

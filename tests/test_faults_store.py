@@ -89,8 +89,8 @@ def test_a_store_that_fills_up_mid_run_fails_the_run(tmp_path: Path, store: Path
     """The early probe passes (it needs no new page), the first offload does not: still exit 2, nothing out."""
     from core.api import compact_file
     from core.config import MemoryConfig
+    from core.engine.seams import Seams
     from core.errors import StoreUnavailable
-    from core.seams import Seams
     from core.store import OffloadStore
 
     fresh = tmp_path / "fresh.sqlite"

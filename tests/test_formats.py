@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.schemas import validator
+from core.io.schema_loader import validator
 from tests.helpers import assistant_calls, call, invoke, msg, read_messages, result, write_messages
 from tests.test_dataset import validate_dataset_report
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from cli.render import usage_table
-from core.schemas import validator
+from core.io.schema_loader import validator
 from tests.conftest import ROOT
 from tests.helpers import invoke
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.schemas import validator
+from core.io.schema_loader import validator
 from tests.helpers import invoke, read_messages
 
 GRAPH = "sample_transcripts/graph/valid.json"

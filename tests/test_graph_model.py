@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-import core.fileio
+import core.io.staged
 from core.graph import (
     Graph,
     GraphNode,
@@ -134,7 +134,7 @@ class TestSnapshotFile:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         calls = []
-        real = core.fileio.atomic_write_chunks
+        real = core.io.staged.atomic_write_chunks
 
         def spy(path: Any, chunks: Any) -> None:
             calls.append(path)

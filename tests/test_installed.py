@@ -23,7 +23,7 @@ def test_pipes_stdin_to_stdout(script_runner, samples: Path) -> None:
 
 
 def test_long_session_to_8000_tokens_with_a_valid_report(script_runner, samples: Path, tmp_path: Path) -> None:
-    from core.schemas import validator
+    from core.io.schema_loader import validator
 
     report_path = tmp_path / "r.json"
     out = tmp_path / "out.jsonl"
@@ -81,7 +81,7 @@ def test_the_wheel_holds_the_packages_and_the_schemas(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for schema in ("message", "config", "report", "graph-snapshot"):
         assert f"schemas/{schema}.schema.json" in names
-    for module in ("cli/app.py", "core/pipeline.py", "core/strategies/sliding_window.py", "core/graph/__init__.py", "core/formats/claude_code.py",
+    for module in ("cli/app.py", "core/engine/pipeline.py", "core/strategies/sliding_window.py", "core/graph/__init__.py", "core/formats/claude_code.py",
                    "core/py.typed", "schemas/__init__.py"):
         assert module in names, module
     assert not any(name.startswith("tests/") for name in names)

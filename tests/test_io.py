@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.transcript import read_transcript
+from core.io.transcript import read_transcript
 from tests.helpers import invoke, read_messages
 
 ODD_LINES = [
@@ -86,7 +86,7 @@ def test_skip_invalid_keeps_bad_lines_in_place_and_reports_them(tmp_path: Path) 
 
 
 def test_lines_split_across_read_blocks_keep_their_numbers_and_bytes(tmp_path: Path, monkeypatch) -> None:
-    import core.transcript as transcript_module
+    import core.io.transcript as transcript_module
 
     monkeypatch.setattr(transcript_module, "READ_BLOCK", 64)
     source = tmp_path / "in.jsonl"

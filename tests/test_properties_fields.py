@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from core.api import compact_file
 from core.config import MemoryConfig, StrategySpec
-from core.pipeline import FULL
+from core.engine.pipeline import FULL
 
 BIG_INTS = st.one_of(st.integers(), st.integers(min_value=2**63), st.integers(max_value=-(2**63) - 1),
                      st.integers(min_value=10**30, max_value=10**60))

@@ -1,4 +1,4 @@
-"""`compact validate --for PROVIDER` and core.provider_check: one tiny transcript per kind of error."""
+"""`compact validate --for PROVIDER` and core.analysis.provider_check: one tiny transcript per kind of error."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from core.analysis.provider_check import check_transcript
 from core.errors import ConfigError
-from core.provider_check import check_transcript
 from tests.helpers import (
     assistant_calls,
     call,

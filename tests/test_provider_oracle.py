@@ -153,7 +153,7 @@ def verdicts(raw: bytes, fmt: str, provider: str) -> tuple[list[bool], list[bool
     import io
 
     from core import formats
-    from core.provider_requests import validate
+    from core.analysis.provider_requests import validate
 
     oracle = {r.label: not sdk_oracle.judge(r, provider) for r in sdk_oracle.requests(raw, fmt, provider)}
     decoded = formats.read("-", source_format=fmt, stdin=io.BytesIO(raw))

@@ -30,12 +30,12 @@ def messages(*datas: dict) -> list[Message]:
 
 def test_needles_are_the_kinds_the_issue_names(quality) -> None:
     text = (
-        "See src/core/budget.py and https://example.com/docs/x. The commit a1b2c3d4e fixed it;\n"
+        "See src/core/engine/budget.py and https://example.com/docs/x. The commit a1b2c3d4e fixed it;\n"
         "KeyError: 'session_token' not found\n"
         "Call `load_config()` then MemoryConfig.max_tokens, port 8080, TokenCounter, it's 'fine tuned'."
     )
     found = quality.extract_needles(text)
-    assert found["src/core/budget.py"] == "path"
+    assert found["src/core/engine/budget.py"] == "path"
     assert found["https://example.com/docs/x"] == "url"
     assert found["a1b2c3d4e"] == "hex_id"
     assert found["KeyError: 'session_token' not found"] == "error_line"
@@ -61,19 +61,19 @@ def test_a_needle_occurs_as_a_whole_token_only(quality) -> None:
 def test_needles_come_from_what_the_agent_writes_and_must_be_in_the_prefix(quality) -> None:
     continuation = messages(
         assistant_calls(
-            call("c1", "Read", file_path="src/core/budget.py"),
+            call("c1", "Read", file_path="src/core/engine/budget.py"),
             content="Now fix parse_budget twice.",
         ),
         msg("tool", "unrelated_tool_output_name in src/other/file.py", tool_call_id="c1"),
         msg("assistant", "parse_budget again, and new_identifier_here"),
     )
-    prefix_text = "def parse_budget(): ... see src/core/budget.py; file_path is a key"
+    prefix_text = "def parse_budget(): ... see src/core/engine/budget.py; file_path is a key"
     needles = quality.needles_for(continuation, prefix_text)
-    assert needles == {"parse_budget": ("snake", 2), "src/core/budget.py": ("path", 1)}
+    assert needles == {"parse_budget": ("snake", 2), "src/core/engine/budget.py": ("path", 1)}
     weighted, unweighted, lost = quality.retention(needles, "only parse_budget survived")
     assert weighted == pytest.approx(2 / 3)
     assert unweighted == pytest.approx(1 / 2)
-    assert lost == {"path": ["src/core/budget.py"]}
+    assert lost == {"path": ["src/core/engine/budget.py"]}
 
 
 def test_human_requests_leave_out_harness_text_and_meta_lines(quality) -> None:

@@ -1,4 +1,4 @@
-"""The Ray engine (core.ray_engine) on a local Ray instance: the same bytes as the process pool."""
+"""The Ray engine (core.batch.ray_engine) on a local Ray instance: the same bytes as the process pool."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install '.[ray]'")
 pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install '.[ray]'")
 
-from core.batch import COMPACTED, FAILED, UP_TO_DATE, plan_batch
+from core.batch.ray_engine import run_ray
+from core.batch.runner import COMPACTED, FAILED, UP_TO_DATE, plan_batch
 from core.config import MemoryConfig
-from core.ray_engine import run_ray
 from tests.helpers import invoke
 from tests.test_batch import BUDGET, make_tree, run_batch
 

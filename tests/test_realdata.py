@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from core.io.schema_loader import validator
 from core.messages import call_ids, result_ids
-from core.schemas import validator
 from tests.helpers import invoke
 
 CANONICAL = ["openai-chat/tau-bench-airline-task3.jsonl", "openai-chat/swe-agent-marshmallow-1867.jsonl"]

@@ -8,9 +8,9 @@ import pytest
 
 from core.api import compact_file
 from core.config import MemoryConfig
-from core.pipeline import UNLIMITED
+from core.engine.pipeline import UNLIMITED
+from core.io.schema_loader import validator
 from core.report import CompressionReport
-from core.schemas import validator
 from tests.conftest import ROOT
 
 CASES = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.tokens import bpe_available
+from core.counting.tokenizers import bpe_available
 from tests.helpers import invoke, msg, read_messages, write_messages
 
 

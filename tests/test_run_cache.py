@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from core.config import MemoryConfig
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
 from tests.helpers import invoke
 
 

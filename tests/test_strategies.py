@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.pipeline import Seams
+from core.engine.pipeline import Seams
 from tests.helpers import assistant_calls, call, lines_of, msg, result, run_core
 
 BIG = "def handler(event, context):\n    return process(event['records'], retries=3)\n" * 120  # ~2.4k tokens

@@ -51,7 +51,7 @@ def test_extractive_summary_keeps_what_the_user_said(samples: Path) -> None:
 
 def test_extractive_digest_never_exceeds_its_budget() -> None:
     counter, _ = shared_counter()
-    from core.counting import MessageCounter
+    from core.counting.counter import MessageCounter
 
     turns = []
     for i in range(30):
@@ -203,7 +203,7 @@ def test_a_key_pasted_as_the_variable_name_is_refused_without_echoing_it(samples
 
 
 def test_an_oversized_model_reply_is_retried_then_cut_to_the_budget(chat_server: Any, tmp_path: Path) -> None:
-    from core.counting import MessageCounter
+    from core.counting.counter import MessageCounter
 
     chat_server.default = lambda request: "<summary topic=\"t\" compressed-from-turns=\"1-1\">" + "word " * 3000 + "</summary>\n## Preserved Kinds: decision, rationale"
     messages = [msg("system", "s")] + [m for i in range(6) for m in (msg("user", f"question {i} " * 300), msg("assistant", f"answer {i} " * 300))] + [msg("user", "last")]

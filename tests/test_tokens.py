@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from core.config import MemoryConfig
-from core.counting import CountCache, MessageCounter, default_cache_path
+from core.counting.counter import CountCache, MessageCounter, default_cache_path
+from core.counting.tokenizers import bpe_available, load_counter
 from core.errors import EncoderError
+from core.io.transcript import read_transcript
 from core.messages import Message
-from core.tokens import bpe_available, load_counter
-from core.transcript import read_transcript
 from tests.helpers import invoke
 
 

@@ -8,7 +8,7 @@ transcript reader's fast path (lines copied back from the file untouched).
 
 Datasets. A file whose lines are whole conversations (``{"messages": [...]}``
 or ShareGPT ``{"conversations": [...]}``, the two may be mixed) is the
-``dataset`` format when it holds more than one: core.dataset compacts each
+``dataset`` format when it holds more than one: core.batch.dataset_run compacts each
 line on its own budget. A single ShareGPT conversation line stays the
 ``sharegpt`` format (it is one transcript); a single ``messages`` line is a
 dataset of one, as before.
@@ -42,14 +42,14 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from core import jsonio
 from core.errors import InputError
 from core.formats.base import Codec, Decoded, Line, Losses, number
 from core.formats.base import (
     serialise_lines as serialise_lines,  # re-exported: formats.serialise_lines
 )
+from core.io import jsonio
+from core.io.transcript import DEFAULT_MAX_LINE_BYTES
 from core.messages import Message
-from core.transcript import DEFAULT_MAX_LINE_BYTES
 
 STDIN = "-"
 SAMPLE_LINES = 64
@@ -192,7 +192,7 @@ def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: di
 
 def _raw_input(path: str, stdin: BinaryIO | None, max_line: int) -> tuple[str, bytes | None]:
     """(display name, the whole input when it cannot be re-read: stdin, a pipe or a device)."""
-    from core.transcript import open_input, read_bounded
+    from core.io.transcript import open_input, read_bounded
 
     if path == STDIN:
         return "<stdin>", read_bounded(stdin if stdin is not None else sys.stdin.buffer, "<stdin>", max_line)
@@ -285,7 +285,7 @@ def _head(path: str, raw: bytes | None) -> bytes:
 def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None = None,
                 skipped: list[dict[str, Any]] | None = None) -> list[Line]:
     """The non-blank lines of ``raw`` parsed as JSON objects; a bad line is an error unless ``skip_invalid``."""
-    from core.transcript import _lines, parse_json_object
+    from core.io.transcript import _lines, parse_json_object
 
     start = len(jsonio.UTF8_BOM) if raw.startswith(jsonio.UTF8_BOM) else 0
     view = memoryview(raw)
@@ -309,7 +309,7 @@ def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None 
 def sniff(path: str, *, stdin: BinaryIO | None = None,
           max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[str, bytes | None, Codec]:
     """(display name, buffered input or None, detected codec) without reading a regular file whole."""
-    from core.transcript import refuse_binary
+    from core.io.transcript import refuse_binary
 
     name, raw = _raw_input(path, stdin, max_line_bytes)
     head = _head(path, raw)
@@ -356,7 +356,7 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
     else:
         name, raw, codec = sniff(path, stdin=stdin, max_line_bytes=max_line_bytes)
     if codec.name == OPENAI:
-        from core.transcript import read_transcript
+        from core.io.transcript import read_transcript
 
         transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid,
                                      stdin=None if raw is None else io.BytesIO(raw), max_line_bytes=max_line_bytes)
@@ -366,7 +366,7 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
         with open(path, "rb") as stream:
             raw = stream.read()
     skipped: list[dict[str, Any]] = []
-    if codec.name == DATASET:  # core.dataset compacts each line's conversation and checks the lines itself
+    if codec.name == DATASET:  # core.batch.dataset_run compacts each line's conversation and checks the lines itself
         return Decoded(name, DATASET, split_lines(raw, skip_invalid=True, path=name), [], [])
     document = document_line(raw, name) if codec.whole_document else None
     with _collector_paused():

@@ -29,7 +29,6 @@ from typing import Any
 
 import orjson
 
-from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -43,6 +42,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
+from core.io import jsonio
 from core.messages import (
     PLACEHOLDER_PREFIX,
     SUMMARY_MARKER,

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from core import jsonio
 from core.errors import InputError
+from core.io import jsonio
 from core.messages import Message
 
 

@@ -1,4 +1,4 @@
-"""Conversation-per-line datasets: detected here, compacted by core.dataset.
+"""Conversation-per-line datasets: detected here, compacted by core.batch.dataset_run.
 
 Each line is one whole conversation beside any other fields: OpenAI chat
 ``{"messages": [...], ...}`` (tau-bench, fine-tuning sets) or ShareGPT

@@ -38,7 +38,6 @@ from typing import Any
 
 import orjson
 
-from core import jsonio
 from core.formats.base import Codec, Decoded, Line, Losses, changed, line_error
 from core.formats.gemini_stream import (
     arguments_of,
@@ -49,6 +48,7 @@ from core.formats.gemini_stream import (
     plain_text,
     user_role,
 )
+from core.io import jsonio
 from core.messages import Message, is_summary, result_ids, tool_calls
 
 MESSAGE_TYPES = ("user", "gemini")

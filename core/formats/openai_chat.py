@@ -1,6 +1,6 @@
 """OpenAI Chat Completions messages, one per line: the canonical format (SPEC §2).
 
-Reading and writing go through :mod:`core.transcript` (the fast path that
+Reading and writing go through :mod:`core.io.transcript` (the fast path that
 copies untouched lines back from the file); this codec detects the format and
 renders other formats' messages as chat messages for ``--to openai``.
 """
@@ -43,8 +43,8 @@ class OpenAIChat(Codec):
             or "function_call" in data or data.get("role") in ("tool", "function", "developer")
         )
 
-    def decode(self, lines: Any, path: str) -> list[Message]:  # pragma: no cover - read by core.transcript
-        raise NotImplementedError("OpenAI chat is read by core.transcript")
+    def decode(self, lines: Any, path: str) -> list[Message]:  # pragma: no cover - read by core.io.transcript
+        raise NotImplementedError("OpenAI chat is read by core.io.transcript")
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes | memoryview]:
         for message in result:

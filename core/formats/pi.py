@@ -59,7 +59,6 @@ from typing import Any
 
 import orjson
 
-from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -73,6 +72,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
+from core.io import jsonio
 from core.messages import Message, is_summary
 
 ENTRY_TYPES = frozenset({

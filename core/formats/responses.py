@@ -35,7 +35,6 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core import jsonio
 from core.formats.base import (
     Codec,
     Decoded,
@@ -49,6 +48,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
+from core.io import jsonio
 from core.messages import Message, result_ids, tool_calls
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")

@@ -6,7 +6,7 @@ its ``data/glaive_toolcall_en_demo.json``):
 * one turn per line: ``{"from": "human", "value": "..."}``, the whole file one conversation;
 * one conversation per line: ``{"conversations": [turns], "system"?: str, "tools"?: str, ...}``.
   A file holding several such lines is a dataset, not one transcript:
-  core.formats reads it as the ``dataset`` format and core.dataset compacts
+  core.formats reads it as the ``dataset`` format and core.batch.dataset_run compacts
   each line on its own budget with this codec (decoding and encoding that one
   line). A single conversation line is one transcript, this format.
 
@@ -37,7 +37,6 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core import jsonio
 from core.errors import InputError
 from core.formats.base import (
     Codec,
@@ -51,6 +50,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
+from core.io import jsonio
 from core.messages import Message
 
 ROLE_OF = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",

@@ -21,9 +21,7 @@ from collections.abc import Container, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
-from core import jsonio
 from core.errors import CompactError
-from core.fileio import atomic_write_chunks
 from core.graph.caps import GraphCaps
 from core.graph.findings import ValidationResult
 from core.graph.graph import Graph
@@ -31,6 +29,8 @@ from core.graph.merge import MergePolicy
 from core.graph.model import GraphSnapshot
 from core.graph.reports import GraphImportReport, MergeReport
 from core.graph.validate import validate_snapshot_file
+from core.io import jsonio
+from core.io.staged import atomic_write_chunks
 
 _BATCH = 2048
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from core import jsonio
 from core.errors import GraphError
+from core.io import jsonio
 
 if TYPE_CHECKING:
     from core.graph.model import GraphSnapshot

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
-from core import jsonio
 from core.errors import GraphError
 from core.graph.caps import GraphCaps, enforce_caps
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, exact_sum, gc_paused
 from core.graph.reports import ChangeSet, Conflict, GraphImportReport, MergeReport
+from core.io import jsonio
 
 
 class ConflictPolicy(StrEnum):

@@ -26,10 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from core import jsonio
 from core.errors import GraphError
 from core.graph.graph import Graph
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, total_weights
+from core.io import jsonio
 
 DEFAULT_MARKER = "CUCA graph memory:"
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@/#+][A-Za-z0-9_.:@/#+\-]*\Z")

@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from core import jsonio
-from core.schemas import load_schema  # the one loader; re-exported for the graph tests and bench
+from core.io import jsonio
+from core.io.schema_loader import (
+    load_schema,  # the one loader; re-exported for the graph tests and bench
+)
 
-# Names for core.schemas.load_schema (schemas/<name>.schema.json).
+# Names for core.io.schema_loader.load_schema (schemas/<name>.schema.json).
 SNAPSHOT_SCHEMA = "graph-snapshot"
 REPORT_SCHEMA = "graph-report"
 

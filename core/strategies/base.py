@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.workspace import Workspace
+from core.engine.workspace import Workspace
 
 # A strategy acts on the workspace and returns a short sentence saying what it did.
 ApplyFn = Callable[..., str]

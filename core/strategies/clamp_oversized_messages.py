@@ -6,12 +6,12 @@ from typing import Any
 
 import orjson
 
-from core.budget import FRACTION, TOKENS
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.counting.tokenizers import HeuristicCounter
+from core.engine.budget import FRACTION, TOKENS
+from core.engine.workspace import Workspace
 from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
-from core.tokens import HeuristicCounter
-from core.workspace import Workspace
 
 MIN_PART_TOKENS = 64
 

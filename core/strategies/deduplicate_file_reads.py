@@ -19,10 +19,10 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from core.engine.workspace import Workspace
 from core.messages import call_arguments, call_name, tool_calls
 from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
-from core.workspace import Workspace
 
 # Argument names agents use for the file a read targets, tried after `path_arg`.
 PATH_ARGUMENTS = ("path", "file_path", "absolute_path", "filename", "file", "notebook_path")

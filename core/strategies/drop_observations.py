@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.engine.workspace import Workspace
 from core.messages import call_ids
 from core.strategies.base import StrategyInfo
-from core.workspace import Workspace
 
 
 def apply(workspace: Workspace) -> str:

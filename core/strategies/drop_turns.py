@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from core.engine.workspace import Workspace
 from core.strategies.base import StrategyInfo
-from core.workspace import Workspace
 
 
 def apply(workspace: Workspace) -> str:

@@ -9,10 +9,10 @@ named in one trace line at the cut, unless the run leaves no traces (the seed pr
 
 from __future__ import annotations
 
+from core.engine.workspace import Workspace
 from core.messages import Message
 from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
-from core.workspace import Workspace
 
 # Under --full with no cap, the seed's window.
 FULL_WINDOW = 40

@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from core.budget import FRACTION, MESSAGES, TOKENS
+from core.engine.budget import FRACTION, MESSAGES, TOKENS
+from core.engine.workspace import Workspace
 from core.errors import StrategyError
 from core.messages import (
     SUMMARY_MARKER,
@@ -33,7 +34,6 @@ from core.messages import (
 from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import SummaryRequest
 from core.summarizers.facts import MAX_FACTS, PATH_KEYS, extract_facts, missing_facts
-from core.workspace import Workspace
 
 MARKER = SUMMARY_MARKER
 FILES_READ = "Files read:"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
 
 PRESERVED_KINDS = ("decision", "rationale", "error", "next_step", "technical_detail")
 TRAILER = "## Preserved Kinds:"

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
 from core.summarizers.facts import LINE_NUMBER, first_error_line, outline

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
 from core.summarizers.base import SummaryRequest, SummaryResult, preserved_kinds
 from core.summarizers.chat_client import ChatClient, SummarizerError
 from core.summarizers.facts import missing_facts

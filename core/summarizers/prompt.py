@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core import jsonio
+from core.io import jsonio
 from core.messages import call_name, content_text, tool_calls
 from core.summarizers.base import PRESERVED_KINDS, TRAILER, SummaryRequest
 

@@ -5,7 +5,7 @@ fields (``{"task_id": 3, "reward": 1.0, "messages": [...]}``, as training sets
 and evaluation logs keep them), or a ShareGPT conversation
 ``{"conversations": [{"from", "value"}...], "tools"?, "system"?, ...}``
 (LLaMA-Factory's format); one dataset may mix the two. Each conversation is
-compacted on its own budget with :func:`core.pipeline.compact`; the other
+compacted on its own budget with :func:`core.engine.pipeline.compact`; the other
 fields are kept, in their order, and a conversation nothing changed is written
 back as its original line bytes. A ShareGPT line is decoded and written back
 by the ShareGPT codec (core.formats.sharegpt), exactly as a one-conversation
@@ -34,18 +34,18 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from core import jsonio
 from core.config import MemoryConfig
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.counting.tokenizers import EncoderChoice
+from core.engine.pipeline import BUDGET, compact
+from core.engine.seams import Seams
 from core.errors import InputError
 from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
 from core.formats.dataset import is_chat_conversation, is_conversation, is_sharegpt_conversation
+from core.io import jsonio
+from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
-from core.pipeline import BUDGET, compact
-from core.seams import Seams
-from core.tokens import EncoderChoice
-from core.transcript import check_message  # the transcript reader's own message checks
 
 DATASET = "dataset"
 TRANSCRIPT = "transcript"

@@ -30,8 +30,10 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from core import jsonio
+from core.analysis.stats import encoder_dict
 from core.config import MemoryConfig
+from core.counting.tokenizers import EncoderChoice
+from core.io import jsonio
 from core.messages import (
     SYSTEM_ROLES,
     Message,
@@ -40,8 +42,6 @@ from core.messages import (
     result_ids,
     starts_with_marker,
 )
-from core.stats import encoder_dict
-from core.tokens import EncoderChoice
 
 DIFF_VERSION = 1
 KEPT = "kept"

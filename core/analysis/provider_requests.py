@@ -175,8 +175,8 @@ class Verdict:
 
 
 def validate(decoded: Decoded, provider: str) -> list[Verdict]:
-    """Each request's problems for ``provider`` (:func:`core.provider_check.check_request`)."""
-    from core.provider_check import check_provider, check_request
+    """Each request's problems for ``provider`` (:func:`core.analysis.provider_check.check_request`)."""
+    from core.analysis.provider_check import check_provider, check_request
 
     check_provider(provider)
     return [Verdict(r.label, len(r.items), check_request(r, provider)) for r in requests_for(decoded, provider)]

@@ -13,11 +13,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from core import jsonio
 from core.errors import InputError
-from core.fileio import atomic_write_chunks
+from core.io import jsonio
+from core.io.schema_loader import first_error
+from core.io.staged import atomic_write_chunks
 from core.messages import ROLES, Message
-from core.schemas import first_error
 
 STDIN = "-"
 _BLANK = re.compile(rb"[ \t\r\f\v]*")

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.budget import Budget
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.engine.budget import Budget
+from core.engine.seams import Seams, offload_items
+from core.engine.structure import Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, content_handle, has_text
-from core.seams import Seams, offload_items
-from core.structure import Structure, analyse
 
 _STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
 

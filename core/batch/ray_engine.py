@@ -3,7 +3,7 @@
 Install it with ``pip install '.[ray]'`` in a checkout. A Ray Data dataset
 holds one row per task (the task as JSON bytes), in a few blocks per CPU;
 ``map_batches`` runs :func:`compact_batch` on the workers, which calls
-:func:`core.batch.compact_one` for each task — the very function the process
+:func:`core.batch.runner.compact_one` for each task — the very function the process
 pool runs, so the outputs are byte for byte the same. Each worker reads its input and writes its output and
 sidecar itself, so on a cluster every node must see the inputs and ``--out`` at
 the same paths (a shared filesystem); only the small report rows come back to
@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from core.batch import FAILED, BatchRow, BatchTask, OnRow, compact_one
+from core.batch.runner import FAILED, BatchRow, BatchTask, OnRow, compact_one
 from core.errors import ConfigError
 
 # A few blocks per CPU: one Ray task per input would cost more in scheduling than the pool's whole run.
@@ -124,7 +124,7 @@ def _init(ray: Any, address: str | None, jobs: int | None) -> None:
         _probe(address)
         options["address"] = address
     else:
-        from core.batch import default_jobs
+        from core.batch.runner import default_jobs
 
         # A local instance for this run reports nothing anywhere (unless the caller set the variable).
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

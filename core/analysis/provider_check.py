@@ -1,7 +1,7 @@
 """Would a provider's API accept this transcript? (``compact validate --for``, ``--check-for``)
 
 A transcript is judged as its provider would receive it
-(:mod:`core.provider_requests`): each message or input item against the JSON
+(:mod:`core.analysis.provider_requests`): each message or input item against the JSON
 Schema of the provider's own request type (``schemas/provider-*.schema.json``,
 generated from the official SDKs' types and checked against them by the
 tests), then the rules the APIs enforce across messages:
@@ -117,7 +117,7 @@ def check_transcript(
     ``compact --to PROVIDER`` writes them. ``lines`` gives each message's line
     number (None when unknown).
     """
-    from core.provider_requests import WireRequest, rendered
+    from core.analysis.provider_requests import WireRequest, rendered
 
     check_provider(provider)
     if lines is not None and len(lines) != len(messages):
@@ -136,7 +136,7 @@ def check_transcript(
 
 
 def check_request(request: Any, provider: str) -> list[ProviderProblem]:
-    """Every problem in one request (a :class:`core.provider_requests.WireRequest`), in item order."""
+    """Every problem in one request (a :class:`core.analysis.provider_requests.WireRequest`), in item order."""
     check_provider(provider)
     view = _View(request, provider)
     if provider == ANTHROPIC and request.system is not None:
@@ -207,7 +207,7 @@ def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
 
 
 def _shape_error(schema: str, value: Any) -> str | None:
-    from core.schemas import validator
+    from core.io.schema_loader import validator
 
     checker = validator(schema)
     if checker.is_valid(value):

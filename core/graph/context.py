@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.engine.pipeline import GraphStep
 from core.graph import (
     Graph,
     GraphContextConfig,
@@ -17,7 +18,6 @@ from core.graph import (
 )
 from core.graph.merge import ConflictPolicy, WeightRule
 from core.messages import Message
-from core.pipeline import GraphStep
 
 
 @dataclass

@@ -5,7 +5,7 @@ The unit of work is :func:`compact_one`, a pure function of a :class:`BatchTask`
 the input, compacts it (a transcript, or a conversation-per-line dataset),
 writes the output atomically with a hash sidecar beside it, and returns a
 :class:`BatchRow`; it never raises. The process pool here and the Ray engine
-(``core.ray_engine``) both map that one function, so both give the same bytes.
+(``core.batch.ray_engine``) both map that one function, so both give the same bytes.
 
 State: there is no module-level mutable state. A worker process keeps the
 token encoder it loaded in a per-process function cache (``_token_counter``),
@@ -34,22 +34,22 @@ from typing import Any
 
 import orjson
 
-from core import jsonio
-from core.config import MemoryConfig, check_keep_lines, config_from_dict
-from core.counting import CountCache, MessageCounter, default_cache_path
-from core.dataset import (
+from core.batch.dataset_run import (
     DATASET,
     TRANSCRIPT,
     DatasetCompactor,
     compact_dataset_lines,
     sniff_file,
 )
+from core.config import MemoryConfig, check_keep_lines, config_from_dict
+from core.counting.counter import CountCache, MessageCounter, default_cache_path
+from core.counting.tokenizers import EncoderChoice, TokenCounter, load_counter
+from core.engine.pipeline import BUDGET, UNLIMITED, compact
+from core.engine.seams import Seams
 from core.errors import CompactError, ConfigError, InputError
-from core.fileio import atomic_write_bytes, atomic_write_chunks, is_regular_file
-from core.pipeline import BUDGET, UNLIMITED, compact
-from core.seams import Seams
-from core.tokens import EncoderChoice, TokenCounter, load_counter
-from core.transcript import LineRef, open_input
+from core.io import jsonio
+from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
+from core.io.transcript import LineRef, open_input
 
 BATCH_REPORT_VERSION = 1
 SIDECAR_VERSION = 1

@@ -6,7 +6,7 @@ MessageCounter), so the totals agree; the rendered graph message is left out
 of every figure, as the report leaves it out, and shown on its own.
 A tool call's own tokens are its name and arguments counted together; a
 tool result's tokens are its message's tokens and count for the tool of the
-call it answers (paired by position, as core.structure pairs them).
+call it answers (paired by position, as core.engine.structure pairs them).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from core import jsonio
 from core.config import MemoryConfig
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.counting.tokenizers import EncoderChoice
+from core.engine.structure import Structure, analyse
+from core.io import jsonio
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
 from core.strategies.deduplicate_file_reads import PATH_ARGUMENTS
-from core.structure import Structure, analyse
-from core.tokens import EncoderChoice
 
 STATS_VERSION = 1
 DEFAULT_TOP = 10

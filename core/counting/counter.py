@@ -9,8 +9,13 @@ import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.counting.tokenizers import (
+    FRAMING_PER_MESSAGE,
+    FRAMING_PER_NAME,
+    FRAMING_REPLY,
+    TokenCounter,
+)
 from core.messages import IMAGE_TOKENS, Message, countable_text, image_count
-from core.tokens import FRAMING_PER_MESSAGE, FRAMING_PER_NAME, FRAMING_REPLY, TokenCounter
 
 # Reports (what, done, total) as long counts go; the CLI draws a bar on a terminal.
 Progress = Callable[[str, int, int], None]

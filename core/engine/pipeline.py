@@ -7,9 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core import strategies
-from core.budget import FRACTION, TOKENS, Budget
 from core.config import MemoryConfig
-from core.counting import MessageCounter
+from core.counting.counter import MessageCounter
+from core.counting.tokenizers import EncoderChoice
+from core.engine.budget import FRACTION, TOKENS, Budget
+from core.engine.seams import Seams
+from core.engine.structure import kept_lines
+from core.engine.workspace import Workspace
 from core.errors import StoreUnavailable
 from core.messages import (
     SYSTEM_ROLES,
@@ -20,10 +24,6 @@ from core.messages import (
     starts_with_marker,
 )
 from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
-from core.seams import Seams
-from core.structure import kept_lines
-from core.tokens import EncoderChoice
-from core.workspace import Workspace
 
 # The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
 # still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
@@ -57,7 +57,7 @@ class CompactionResult:
         """The output transcript's bytes, line by line."""
         if self.writer is not None:
             return self.writer(self.messages)
-        from core.transcript import serialise
+        from core.io.transcript import serialise
 
         return serialise(self.messages)
 
