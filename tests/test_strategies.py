@@ -139,6 +139,14 @@ def test_drop_turns_removes_offload_turns_oldest_first_never_the_current() -> No
     assert budget.report["over_budget"] is True
 
 
+def test_drop_turns_takes_its_own_turns_parameter_over_offload_turns() -> None:
+    messages = [msg("system", "s")]
+    for turn in range(5):
+        messages += [msg("user", f"u{turn} " + BIG), msg("assistant", f"a{turn}")]
+    out = run_core(messages, mode="full", offload_turns=1, preset="seed", strategies=["drop_turns:turns=3"])
+    assert lines_of(out) == [1, 8, 9, 10, 11]
+
+
 @pytest.mark.parametrize(
     "rule",
     ["tool:read_file", "line:4", "match:A-v1", "role:tool"],

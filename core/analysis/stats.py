@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine.structure import Structure, analyse
+from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
 from core.strategies.deduplicate_file_reads import PATH_ARGUMENTS
@@ -195,7 +195,7 @@ def transcript_stats(
     graph_marker: str | None = None,
 ) -> TranscriptStats:
     """The breakdown of ``messages``, whose ``tokens`` are already counted by ``counter``."""
-    structure = analyse(messages, uncounted_marker=graph_marker)
+    structure = analyse(messages, PinRules(graph_marker=graph_marker))
     counted = [m for m, c in zip(messages, structure.counted) if c]
     uncounted = [m for m, c in zip(messages, structure.counted) if not c and m.data]
     names = _call_names(messages)

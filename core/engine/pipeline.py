@@ -12,7 +12,7 @@ from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import FRACTION, TOKENS, Budget
 from core.engine.seams import Seams
-from core.engine.structure import kept_lines
+from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace
 from core.errors import StoreUnavailable
 from core.messages import (
@@ -99,36 +99,13 @@ def compact(
     seams = seams or Seams()
     if mode == UNLIMITED:
         config = config.unlimited()
-    window, window_resolved = config.window()
-    budget = Budget.resolve(
-        max_messages=config.max_messages,
-        max_tokens=config.max_tokens,
-        max_fraction=config.max_fraction,
-        window=window,
-        window_resolved=window_resolved,
-    )
     counted = counter.count_messages(messages)
-    workspace = Workspace(
-        counted,
-        budget=budget,
-        counter=counter,
-        kept=kept_lines(counted, config.keep_rules()),
-        markers=(config.warning_marker, config.graph_marker),
-        graph_marker=config.graph_marker,
-        full=mode == FULL,
-        offload_turns=config.offload_turns,
-        seams=seams,
-        source=source,
-        task_pin_tokens=None if config.seed_semantics else _task_pin_tokens(budget),
-        trace=not config.seed_semantics,
-    )
-    before = {"messages": workspace.live_messages, "tokens": workspace.live_tokens}
-    orphans = {
-        "results": [counted[i].line for i in workspace.structure.orphan_results],
-        "calls": [{"line": counted[i].line, "id": cid} for i, cid in workspace.structure.orphan_calls],
-    }
+    workspace = _workspace(counted, config, counter, mode=mode, seams=seams, source=source)
+    budget = workspace.budget
+    before = Usage.of(workspace.live_messages, workspace.live_tokens, budget.window)
+    orphans = _orphans(counted, workspace.structure)
 
-    warning_appended = _maybe_warn(workspace, config, before["tokens"], window)
+    warning_appended = _maybe_warn(workspace, config, before.tokens, budget.window)
     actions: list[dict[str, Any]] = []
     if repair:
         _repair(workspace, actions)
@@ -154,7 +131,7 @@ def compact(
         input=source,
         mode=mode,
         encoder=EncoderReport.of(encoder),
-        before=Usage.of(before["messages"], before["tokens"], budget.window),
+        before=before,
         after=Usage.of(workspace.live_messages, workspace.live_tokens, budget.window),
         budget=BudgetReport.of(budget, Floor(floor_messages, floor_tokens)),
         triggered=triggered,
@@ -172,6 +149,37 @@ def compact(
         prompt_cache=prompt_cache(counted, result_messages),
     )
     return CompactionResult(messages=list(result_messages), compression=report, workspace=workspace)
+
+
+def _orphans(counted: Sequence[Message], structure: Structure) -> dict[str, Any]:
+    """The input's results without a call and calls without a result, by line."""
+    return {
+        "results": [counted[i].line for i in structure.orphan_results],
+        "calls": [{"line": counted[i].line, "id": cid} for i, cid in structure.orphan_calls],
+    }
+
+
+def _workspace(counted: Sequence[Message], config: MemoryConfig, counter: MessageCounter, *, mode: str,
+               seams: Seams, source: str) -> Workspace:
+    """The working list of one run, with its budget and what it pins."""
+    window, window_resolved = config.window()
+    budget = Budget.resolve(
+        max_messages=config.max_messages,
+        max_tokens=config.max_tokens,
+        max_fraction=config.max_fraction,
+        window=window,
+        window_resolved=window_resolved,
+    )
+    pins = PinRules(
+        kept=kept_lines(counted, config.keep_rules()),
+        markers=(config.warning_marker, config.graph_marker),
+        graph_marker=config.graph_marker,
+        task_pin_tokens=None if config.seed_semantics else _task_pin_tokens(budget),
+        pin_summaries=not config.seed_semantics,
+    )
+    return Workspace(counted, budget=budget, counter=counter, pins=pins, full=mode == FULL,
+                     offload_turns=config.offload_turns, seams=seams, source=source,
+                     trace=not config.seed_semantics)
 
 
 # The task statement stays pinned while it takes at most this share of a token budget.
@@ -202,7 +210,7 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     budget = workspace.budget
     if budget.trigger not in (TOKENS, FRACTION) or not workspace.over_budget():
         return
-    from core.strategies.clamp_oversized_messages import clamp_content
+    from core.engine.clamp import clamp_content
 
     structure = workspace.structure
     newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)

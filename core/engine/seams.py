@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.messages import Message, countable_text
+
+if TYPE_CHECKING:  # the store is imported only by runs that offload (sqlite3 is not free to load)
+    from core.store import OffloadStore
+    from core.summarizers.base import Summarizer
 
 
 @dataclass
 class Seams:
     """What a run has to offload to and summarize with; None means absent (the strategy is skipped)."""
 
-    store: Any = None
-    summarizer: Any = None
+    store: OffloadStore | None = None
+    summarizer: Summarizer | None = None
 
     def reason_missing(self, need: str | None) -> str | None:
         if need is None or getattr(self, need) is not None:

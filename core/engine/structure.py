@@ -150,20 +150,47 @@ def _result_keys(data: Mapping[str, Any]) -> list[str]:
     return [LEGACY_CALL] if data.get("role") == "function" else result_ids(data)
 
 
-def analyse(
-    messages: Sequence[Message],
-    *,
-    kept: frozenset[int] = frozenset(),
-    markers: Sequence[str] = (),
-    uncounted_marker: str | None = None,
-    task_pin_tokens: int | None = None,
-    own: frozenset[int] = frozenset(),
-    pin_summaries: bool = False,
-) -> Structure:
-    """``task_pin_tokens``: pin the task statement (the first request) when it is at most this long;
-    ``own``: ids of the messages this run wrote (its summary), pinned for the rest of the run."""
-    count = len(messages)
+@dataclass(frozen=True)
+class PinRules:
+    """What a run pins besides the first system message and the newest request.
+
+    ``kept``: input lines the user's keep rules pin; ``markers``: system messages starting with
+    one (compact's warning and graph) are pinned; ``graph_marker``: the rendered graph, which is
+    not counted; ``task_pin_tokens``: pin the task statement (the first request) when it is at
+    most this long; ``pin_summaries``: an agent's or compact's summary is pinned.
+    """
+
+    kept: frozenset[int] = frozenset()
+    markers: tuple[str, ...] = ()
+    graph_marker: str | None = None
+    task_pin_tokens: int | None = None
+    pin_summaries: bool = False
+
+
+def analyse(messages: Sequence[Message], rules: PinRules | None = None, own: frozenset[int] = frozenset()) -> Structure:
+    """Turns, pairing and pins of ``messages``; ``own``: ids of the messages this run wrote (its
+    summary), pinned for the rest of the run."""
+    rules = rules or PinRules()
     user_positions = [i for i, m in enumerate(messages) if m.data and is_user_message(m.data)]
+    results_of_call, answered_by, orphan_results, all_calls = _pair(messages)
+    group_of, groups = _groups(len(messages), answered_by)
+    marker = rules.graph_marker
+    return Structure(
+        user_positions=user_positions,
+        turn_of=_turns(len(messages), user_positions),
+        results_of_call=results_of_call,
+        answered_by=answered_by,
+        group_of=group_of,
+        groups=groups,
+        pinned=_pins(messages, user_positions, rules, own),
+        counted=[bool(m.data) and not (marker and starts_with_marker(m.data, marker)) for m in messages],
+        orphan_results=sorted(set(orphan_results)),
+        orphan_calls=sorted(key for key in all_calls if not results_of_call[key]),
+    )
+
+
+def _turns(count: int, user_positions: Sequence[int]) -> list[int]:
+    """The turn of every position: -1 before the first user message."""
     turn_of = [-1] * count
     turn = -1
     next_users = iter(user_positions)
@@ -173,9 +200,16 @@ def analyse(
             turn += 1
             next_user = next(next_users, None)
         turn_of[i] = turn
+    return turn_of
 
-    # Pair by position, not by id alone: real transcripts reuse call ids (tau-bench does), so a
-    # result answers the nearest call with its id before it.
+
+def _pair(messages: Sequence[Message]) -> tuple[
+    dict[tuple[int, str], list[int]], dict[int, list[tuple[int, str]]], list[int], list[tuple[int, str]]
+]:
+    """Each call's results, each result's calls, the results with no call, and every call.
+
+    Pair by position, not by id alone: real transcripts reuse call ids (tau-bench does), so a
+    result answers the nearest call with its id before it."""
     latest_call: dict[str, int] = {}
     results_of_call: dict[tuple[int, str], list[int]] = {}
     answered_by: dict[int, list[tuple[int, str]]] = {}
@@ -193,7 +227,11 @@ def analyse(
                 continue
             results_of_call[(owner, rid)].append(i)
             answered_by.setdefault(i, []).append((owner, rid))
+    return results_of_call, answered_by, orphan_results, all_calls
 
+
+def _groups(count: int, answered_by: Mapping[int, list[tuple[int, str]]]) -> tuple[list[int], dict[int, list[int]]]:
+    """Union-find over call/result pairs: the messages that must go together share a root."""
     parent = list(range(count))
 
     def find(x: int) -> int:
@@ -205,17 +243,20 @@ def analyse(
     for position, owners in answered_by.items():
         for owner, _ in owners:
             parent[find(position)] = find(owner)
-    orphan_calls = [key for key in all_calls if not results_of_call[key]]
     groups: dict[int, list[int]] = {}
     group_of = [0] * count
     for i in range(count):
         root = find(i)
         group_of[i] = root
         groups.setdefault(root, []).append(i)
+    return group_of, groups
 
-    pinned = [False] * count
+
+def _pins(messages: Sequence[Message], user_positions: Sequence[int], rules: PinRules, own: frozenset[int]) -> list[bool]:
+    pinned = [False] * len(messages)
     # The first system message the user wrote: a summary, placeholder or CUCA message compact
     # added is not it (without a system prompt, the first summary would otherwise be pinned).
+    markers = rules.markers
     compact_prefixes = (*markers, SUMMARY_MARKER, PLACEHOLDER_PREFIX)
     first_system = next(
         (i for i, m in enumerate(messages)
@@ -225,30 +266,19 @@ def analyse(
     )
     if first_system is not None:
         pinned[first_system] = True
-    for position in _request_pins(messages, user_positions, task_pin_tokens):
+    for position in _request_pins(messages, user_positions, rules.task_pin_tokens):
         pinned[position] = True
     for i, message in enumerate(messages):
-        if not message.data or message.line is not None and message.line in kept or markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers) or own and id(message) in own:  # a skipped invalid line passes through untouched
+        if (not message.data  # a skipped invalid line passes through untouched
+                or message.line is not None and message.line in rules.kept
+                or markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers)
+                or own and id(message) in own):
             pinned[i] = True
-        elif pin_summaries and message.extra and message.extra.get("summary"):
+        elif rules.pin_summaries and message.extra and message.extra.get("summary"):
             pinned[i] = True  # an agent's own compaction summary: folded into ours, never dropped
-        elif pin_summaries and message.role in SYSTEM_ROLES and starts_with_marker(message.data, SUMMARY_MARKER):
+        elif rules.pin_summaries and message.role in SYSTEM_ROLES and starts_with_marker(message.data, SUMMARY_MARKER):
             pinned[i] = True
-    counted = [
-        bool(m.data) and not (uncounted_marker and starts_with_marker(m.data, uncounted_marker)) for m in messages
-    ]
-    return Structure(
-        user_positions=user_positions,
-        turn_of=turn_of,
-        results_of_call=results_of_call,
-        answered_by=answered_by,
-        group_of=group_of,
-        groups=groups,
-        pinned=pinned,
-        counted=counted,
-        orphan_results=sorted(set(orphan_results)),
-        orphan_calls=sorted(orphan_calls),
-    )
+    return pinned
 
 
 def _request_pins(messages: Sequence[Message], user_positions: Sequence[int], task_pin_tokens: int | None) -> list[int]:

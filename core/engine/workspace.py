@@ -15,7 +15,7 @@ from typing import Any
 from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
 from core.engine.seams import Seams, offload_items
-from core.engine.structure import Structure, analyse
+from core.engine.structure import PinRules, Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, content_handle, has_text
 
 _STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
@@ -42,20 +42,17 @@ class Workspace:
         *,
         budget: Budget,
         counter: MessageCounter,
-        kept: frozenset[int] = frozenset(),
-        markers: Sequence[str] = (),
-        graph_marker: str | None = None,
+        pins: PinRules | None = None,
         full: bool = False,
         offload_turns: int = 2,
         seams: Seams | None = None,
         source: str = "<stdin>",
-        task_pin_tokens: int | None = None,
         trace: bool = True,
     ) -> None:
         self.seams = seams or Seams()
-        self.task_pin_tokens = task_pin_tokens
-        # Strategies that remove messages leave a placeholder saying what went (issue: every removal
-        # leaves a trace); the seed preset leaves none, as the seed does.
+        self.pins = pins or PinRules()
+        # Strategies that remove messages leave a placeholder saying what went; the seed preset
+        # leaves none, as the seed does.
         self.trace = trace
         # Budget-first refinements (a result cut rather than cleared when clearing overshoots) are the
         # default preset's; the seed preset keeps the seed's rules, and leaves no trace either.
@@ -67,9 +64,6 @@ class Workspace:
         self.source = source
         self.budget = budget
         self.counter = counter
-        self.kept = kept
-        self.markers = tuple(markers)
-        self.graph_marker = graph_marker
         self.full = full
         self.offload_turns = offload_turns
         self.ledger: list[dict[str, Any]] = []
@@ -83,10 +77,7 @@ class Workspace:
 
     def _set_messages(self, messages: list[Message]) -> None:
         self.messages = messages
-        self.structure: Structure = analyse(
-            messages, kept=self.kept, markers=self.markers, uncounted_marker=self.graph_marker,
-            task_pin_tokens=self.task_pin_tokens, own=frozenset(self.own), pin_summaries=self.trace,
-        )
+        self.structure: Structure = analyse(messages, self.pins, frozenset(self.own))
         self.removed: set[int] = set()
         counted = self.structure.counted
         self.live_messages = sum(counted)

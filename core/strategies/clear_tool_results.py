@@ -41,7 +41,7 @@ FILL_SHARE = 0.95
 
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
-    from core.strategies.clamp_oversized_messages import MIN_PART_TOKENS, clamp_content
+    from core.engine.clamp import MIN_PART_TOKENS, clamp_content
 
     budget = workspace.budget
     if not workspace.fill_budget or workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None:

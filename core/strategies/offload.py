@@ -50,7 +50,9 @@ def _placeholder(workspace: Workspace, turn: int, gone: list[int]) -> str:
     where = f", lines {min(lines)}-{max(lines)}" if lines else ""  # type: ignore[type-var]
     messages = [workspace.messages[p].data for p in gone if workspace.messages[p].data]
     # One handle for the whole turn: `compact recall --id` prints every message that went, in order.
-    handle = workspace.seams.store.stage_group(messages)
+    store = workspace.seams.store
+    assert store is not None  # the strategy needs the store: without one it is skipped
+    handle = store.stage_group(messages)
     asked = next((content_text(workspace.messages[p].data) for p in gone if has_text(workspace.messages[p].data)), "")
     return (
         f"{PREFIX} turn {turn + 1} offloaded ({len(gone)} messages{where}); "

@@ -13,7 +13,7 @@ first, shortened in its middle when it must shrink.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,10 +156,11 @@ def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tup
     return COMMAND, f"- {tool}({target})"
 
 
-def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple[list[_Line], set[str], str]:
-    """The candidate lines of a span, each with its priority and position; the kinds seen; a topic."""
-    # Only the newest DEEP_RESULTS results are read for facts, errors and definitions: the summary
-    # has room for a few hundred lines, and reading every result of a long session costs seconds.
+def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The text of the newest DEEP_RESULTS tool results, by call id.
+
+    Only those are read for facts, errors and definitions: the summary has room for a few
+    hundred lines, and reading every result of a long session costs seconds."""
     results: dict[str, str] = {}
     for message in reversed(messages):
         if len(results) >= DEEP_RESULTS:
@@ -168,6 +169,39 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
             key = message.get("tool_call_id")
             if key is not None:
                 results.setdefault(str(key), content_text(message))
+    return results
+
+
+def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str, str],
+                     add: Callable[[int, str], None], kinds: set[str]) -> None:
+    """What the assistant said and decided, and a line for each of its tool calls."""
+    if text.strip():
+        said = next((s for s in _SENTENCE_END.split(text) if s.strip()), text)
+        decision = _DECISION.search(text)
+        add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
+        for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
+            if fact.strip() != said.strip():
+                add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
+        kinds.add("decision")
+        if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.IGNORECASE):
+            kinds.add("rationale")
+        if re.search(r"\bnext\b|\bwill\b|\bthen\b", text, re.IGNORECASE):
+            kinds.add("next_step")
+    for call in tool_calls(message):
+        result = results.get(str(call.get("id")), "")
+        line = _result_summary(call_name(call), call_arguments(call), result)
+        kinds.add("technical_detail")
+        if line is not None:
+            add(*line)
+            if line[0] == ERROR:
+                kinds.add("error")
+        for fact in _facts(result, 2, from_tool=True):
+            add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
+
+
+def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple[list[_Line], set[str], str]:
+    """The candidate lines of a span, each with its priority and position; the kinds seen; a topic."""
+    results = _newest_results(messages)
     out: list[_Line] = []
     kinds: set[str] = set()
     topic = ""
@@ -194,28 +228,7 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
             for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
                 add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
         elif role == "assistant":
-            if text.strip():
-                said = next((s for s in _SENTENCE_END.split(text) if s.strip()), text)
-                decision = _DECISION.search(text)
-                add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
-                for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
-                    if fact.strip() != said.strip():
-                        add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
-                kinds.add("decision")
-                if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.IGNORECASE):
-                    kinds.add("rationale")
-                if re.search(r"\bnext\b|\bwill\b|\bthen\b", text, re.IGNORECASE):
-                    kinds.add("next_step")
-            for call in tool_calls(message):
-                result = results.get(str(call.get("id")), "")
-                line = _result_summary(call_name(call), call_arguments(call), result)
-                kinds.add("technical_detail")
-                if line is not None:
-                    add(*line)
-                    if line[0] == ERROR:
-                        kinds.add("error")
-                for fact in _facts(result, 2, from_tool=True):
-                    add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
+            _assistant_lines(message, text, results, add, kinds)
         elif role in ("tool", "function") and message.get("tool_call_id") is None:
             error = first_error_line(text)  # a result whose call is not in the span
             if error:
@@ -287,6 +300,6 @@ class ExtractiveSummarizer:
                 used += cost
             if kept:
                 return "\n".join(kept)
-        from core.strategies.clamp_oversized_messages import clamp_text
+        from core.engine.clamp import clamp_text
 
         return clamp_text(previous, room, counter) or ""

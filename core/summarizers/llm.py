@@ -66,7 +66,7 @@ class LLMSummarizer:
                 text = retried
             problems = self.problems(text, request, counter)
         if counter.count_text(text) > request.max_tokens:
-            from core.strategies.clamp_oversized_messages import clamp_text
+            from core.engine.clamp import clamp_text
 
             text = clamp_text(text, request.max_tokens, counter) or text
         return SummaryResult(

@@ -1,0 +1,128 @@
+"""Cutting the middle out of long texts to a token count: head and tail kept, the cut marked.
+
+Strategies clamp oversized parts and tool-call arguments with it, the pipeline clamps pinned
+messages that alone exceed the budget, and summarizers shorten an earlier summary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from core.counting.counter import MessageCounter
+from core.counting.tokenizers import HeuristicCounter
+from core.strategies import placeholders
+
+MIN_PART_TOKENS = 64
+
+
+def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | None:
+    """``text`` cut to at most ``max_tokens`` tokens (head, marker, tail), or None if it fits."""
+    total = counter.count_text(text)
+    if total <= max_tokens:
+        return None
+    encoder = counter.counter
+    keep = max_tokens - counter.count_text(placeholders.cut(total))
+    heuristic = isinstance(encoder, HeuristicCounter)
+    tokens = [] if heuristic else encoder.encode(text)
+    while keep > 0:
+        head_n = (keep + 1) // 2
+        tail_n = keep - head_n
+        if isinstance(encoder, HeuristicCounter):  # (not `heuristic`: mypy narrows only an isinstance test)
+            step = max(1, int(encoder.chars_per_token))
+            head, tail = text[: head_n * step], text[len(text) - tail_n * step :] if tail_n else ""
+        else:
+            head = _decode(encoder, tokens[:head_n], trim_end=True)
+            tail = _decode(encoder, tokens[len(tokens) - tail_n :], trim_end=False) if tail_n else ""
+        kept = counter.count_text(head) + counter.count_text(tail)
+        clamped = head + placeholders.cut(total - kept) + tail
+        # Re-encoding across the joins can differ by a token or two: shrink until it fits.
+        if counter.count_text(clamped) <= max_tokens:
+            return clamped
+        keep -= max(2, keep // 50)
+    return None  # the limit is below the marker's own size: leave the text as it is
+
+
+def _decode(encoder: Any, tokens: list[int], *, trim_end: bool) -> str:
+    """Decode a slice cut at token boundaries; a cut inside a multi-byte character drops that character.
+
+    tiktoken decodes such a slice leniently; bpe-openai refuses it, so up to
+    three tokens at the cut are given up until the rest decodes.
+    """
+    for drop in range(4):
+        part = tokens[: len(tokens) - drop] if trim_end else tokens[drop:]
+        try:
+            return str(encoder.decode(part))
+        except ValueError:
+            continue
+    return ""
+
+
+def clamp_content(content: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+    if isinstance(content, str):
+        clamped = clamp_text(content, max_tokens, counter)
+        return (content, 0) if clamped is None else (clamped, 1)
+    if not isinstance(content, list):
+        return content, 0
+    parts, changed = [], 0
+    for part in content:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            clamped = clamp_text(part["text"], max_tokens, counter)
+            if clamped is not None:
+                part = {**part, "text": clamped}
+                changed += 1
+        parts.append(part)
+    return parts, changed
+
+
+def _clamp_value(value: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+    """Long strings anywhere inside a tool call's arguments, clamped; the structure stays as it was."""
+    if isinstance(value, str):
+        clamped = clamp_text(value, max_tokens, counter)
+        return (value, 0) if clamped is None else (clamped, 1)
+    if isinstance(value, dict):
+        changed = 0
+        out = {}
+        for key, item in value.items():
+            out[key], n = _clamp_value(item, max_tokens, counter)
+            changed += n
+        return (out, changed) if changed else (value, 0)
+    if isinstance(value, list):
+        changed = 0
+        items = []
+        for item in value:
+            new, n = _clamp_value(item, max_tokens, counter)
+            items.append(new)
+            changed += n
+        return (items, changed) if changed else (value, 0)
+    return value, 0
+
+
+def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[Any, int]:
+    """Tool calls whose argument strings exceed ``max_tokens``, clamped; arguments stay valid JSON."""
+    if not isinstance(calls, list):
+        return calls, 0
+    out, changed = [], 0
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            function = {}  # no call to clamp: its arguments read as None
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and counter.count_text(arguments) > max_tokens:
+            try:
+                parsed = orjson.loads(arguments)
+            except orjson.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, (dict, list)):
+                new, n = _clamp_value(parsed, max_tokens, counter)
+                if n:
+                    call = {**call, "function": {**function, "arguments": orjson.dumps(new).decode()}}
+                    changed += n
+        elif isinstance(arguments, (dict, list)):
+            new, n = _clamp_value(arguments, max_tokens, counter)
+            if n:
+                call = {**call, "function": {**function, "arguments": new}}
+                changed += n
+        out.append(call)
+    return out, changed
