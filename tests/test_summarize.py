@@ -238,3 +238,23 @@ def test_the_summary_detail_is_not_garbled(tmp_path: Path) -> None:
     header_turns = summary.split("\n")[0].split(" turns ")[1].split(" ")[0]  # e.g. "1-2"
     body_turns = [line.split("(turn ")[1].split(")")[0] for line in summary.splitlines() if "(turn " in line]
     assert all(int(header_turns.split("-")[0]) <= int(t) <= int(header_turns.split("-")[1]) for t in body_turns)
+
+
+def test_a_short_summary_keeps_findings_over_announcements_and_edit_receipts() -> None:
+    """When room is short, what the assistant found beats what it said it was about to do, and an
+    editor's "replaced 2 lines with 3 lines" receipt is not a fact (the change line records it)."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    turns = [msg("user", "Find why the nightly export drops rows"),
+             msg("assistant", "The root cause is that flush_rows skips the last 512 rows because the buffer is not drained."),
+             assistant_calls(call("e1", "edit_file", path="src/export/writer.py", old_string="a", new_string="b")),
+             result("e1", "Edited src/export/writer.py: replaced 2 lines with 3 lines.")]
+    for i in range(12):
+        turns += [msg("assistant", f"Let me look at `src/export/step_{i}.py` first to see how it handles the batch.")]
+    counted = MessageCounter(counter)
+    short = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=160), counted).text
+    assert "The root cause is that flush_rows skips the last 512 rows" in short
+    roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
+    assert "Let me look at `src/export/step_0.py`" in roomy  # with room, the announcements are kept too
+    assert "replaced 2 lines with 3 lines" not in roomy

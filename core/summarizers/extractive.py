@@ -43,7 +43,9 @@ _VALUE = re.compile(
 )
 _STATEMENT = re.compile(r"\b(?:is|are|was|were|equals|uses|returns|set to|means|lives|runs|expects)\b|: |= ", re.IGNORECASE)
 _CODE_LINE = re.compile(r"^\s*(?:def |class |import |from |return |if |for |while |[{}()\[\];#]|//|/\*|\*|@|<)")
-_DECISION = re.compile(r"\b(?:I'll|I will|let me|let's|we should|decided|the fix|root cause|because|so that|instead)\b", re.IGNORECASE)
+# A decision or a finding, not an announcement of the next step ("Let me look at X", "I'll run Y"):
+# those say what the assistant was about to do, which the lines for its tool calls already record.
+_DECISION = re.compile(r"\b(?:we should|decided|the fix|root cause|because|so that|instead|the (?:problem|issue|cause) (?:is|was))\b", re.IGNORECASE)
 READ_TOOLS = ("read_file", "Read", "read", "view", "open_file", "NotebookRead", "ReadFile")
 CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file",
                 "edit", "write", "replace", "str_replace_editor", "str_replace_based_edit_tool")
@@ -195,6 +197,8 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
             add(*line)
             if line[0] == ERROR:
                 kinds.add("error")
+        if call_name(call) in CHANGE_TOOLS:
+            continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
         for fact in _facts(result, 2, from_tool=True):
             add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
 
