@@ -344,6 +344,11 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
     if previous_at is not None:
         span_tokens += workspace.messages[previous_at].tokens
+    if fit_budget and summarizer.name == "extractive" and budget.limit:
+        grown = _top_up(workspace, summarizer, removable, digest, span_tokens, summary_tokens)
+        if grown is not None:
+            summary, request, by, notes, lost, previous_at = grown
+            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
     if not workspace.full and workspace.budget.trigger in (TOKENS, FRACTION) and summary_tokens >= span_tokens:
         raise StrategyError(
@@ -364,6 +369,27 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     if notes:
         detail += "; " + "; ".join(notes)
     return detail
+
+
+def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
+            span_tokens: int, summary_tokens: int) -> tuple[Any, ...] | None:
+    """When the run would still land under FILL_SHARE of the budget, a summary that left lines out
+    gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
+    limit = workspace.budget.limit or 0
+    after = workspace.live_tokens - span_tokens + summary_tokens
+    slack = int(AIM_SHARE * limit) - after
+    if after >= FILL_SHARE * limit or slack <= 0:
+        return None
+    target = summary_tokens + slack
+    for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim
+        grown = _compose(workspace, summarizer, removable, target, digest)
+        grown_tokens = workspace.counter.count_message(Message(data=grown[0])).tokens
+        if grown_tokens <= summary_tokens:
+            return None  # nothing had been left out
+        if grown_tokens <= summary_tokens + slack:
+            return grown
+        target -= grown_tokens - (summary_tokens + slack) + 4
+    return None
 
 
 def _line_range(workspace: Workspace, positions: Sequence[int]) -> str:
