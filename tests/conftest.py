@@ -6,6 +6,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def documentation() -> str:
+    """The README and the reference pages it links to in docs/: what a user reads."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages)
 SAMPLES = ROOT / "sample_transcripts"
 REALDATA = ROOT.parent / "shared" / "realdata"
 

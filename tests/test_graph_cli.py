@@ -328,11 +328,7 @@ def test_render_an_empty_graph_prints_nothing(work: Path) -> None:
 def test_every_command_has_help_and_is_documented(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0 and "Usage:" in result.stdout
-    root = Path(__file__).parent.parent
-    readme_path = (
-        root / "GRAPH_README.md" if (root / "GRAPH_README.md").exists() else root / "README.md"
-    )
-    readme = readme_path.read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "docs" / "graph.md").read_text(encoding="utf-8")
     assert f"compact graph {command}" in readme
     for option in [
         word for word in result.stdout.split() if word.startswith("--") and word != "--help"

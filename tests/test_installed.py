@@ -60,7 +60,7 @@ def test_version_and_help(script_runner) -> None:
 
 
 def test_every_command_has_help_and_is_in_the_readme(script_runner) -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()  # the command table, whatever page holds the details
     for command in (["run"], ["count"], ["config", "show"], ["graph", "validate"], ["graph", "merge"],
                     ["graph", "import"], ["graph", "render"], ["recall"], ["store", "stats"], ["stats"], ["diff"], ["validate"], ["batch"]):
         result = script_runner.run(["compact", *command, "--help"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from core import strategies
-from tests.conftest import ROOT
+from tests.conftest import ROOT, documentation
 
 
 def fenced_after(heading: str, text: str) -> str:
@@ -27,7 +27,7 @@ def test_every_option_of_the_main_command_is_documented() -> None:
 
     from cli.app import app
 
-    readme = (ROOT / "README.md").read_text()
+    readme = documentation()
     command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
     options = [param for param in command.params if param.param_type_name == "option"]
     assert len(options) > 10  # the check below must not pass on an empty list
@@ -36,13 +36,14 @@ def test_every_option_of_the_main_command_is_documented() -> None:
 
 
 def test_every_strategy_is_documented() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "strategies.md").read_text()
     for name in strategies.NAMES:
         info = strategies.get(name)
         assert f"`{name}` ({info.alias})" in readme
 
 
-DOCS = ["README.md", "sample_transcripts/README.md", "bench/README.md", ".pre-commit-hooks.yaml"]
+DOCS = ["README.md", "sample_transcripts/README.md", "bench/README.md", ".pre-commit-hooks.yaml",
+        *(f"docs/{page.name}" for page in sorted((ROOT / "docs").glob("*.md")))]
 DEAD = [
     "SPEC §",  # the behaviour contract is not shipped with the project
     "GRAPH_README",
@@ -69,7 +70,7 @@ def test_the_readme_example_config_reaches_its_budget(tmp_path: object) -> None:
 
     from tests.helpers import invoke
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "configuration.md").read_text()
     section = readme.split("## Configuration file\n", 1)[1]
     config_text = re.search(r"```toml\n(.*?)\n```", section, re.DOTALL).group(1)  # type: ignore[union-attr]
     folder = Path(str(tmp_path))
@@ -82,3 +83,14 @@ def test_the_readme_example_config_reaches_its_budget(tmp_path: object) -> None:
     assert data["budget"]["limit"] == 8000
     assert data["over_budget"] is False
     assert data["after"]["tokens"] < 8000
+
+
+def test_the_readme_links_every_reference_page_and_every_link_resolves() -> None:
+    readme = (ROOT / "README.md").read_text()
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 5
+    for page in pages:
+        assert f"(docs/{page.name})" in readme, page.name
+    for source in [ROOT / "README.md", *pages]:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", source.read_text()):
+            assert (source.parent / target).resolve().exists(), (source.name, target)
