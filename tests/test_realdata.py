@@ -58,3 +58,26 @@ def test_swe_agent_tool_call_ids_lists_pair_like_tool_call_id(realdata: Path) ->
     report = invoke("count", str(realdata / CANONICAL[1]), "--format", "json")
     usage = json.loads(report.stdout)
     assert usage["orphans"] == {"results": [], "calls": []}
+
+
+@pytest.mark.parametrize("budget", [4000, 8000, 12000])
+def test_results_cleared_before_a_summary_took_the_span_come_back_when_they_fit(
+        budget: int, realdata: Path, tmp_path: Path) -> None:
+    """Clearing runs before summarize; once the summary has taken the oldest span, the results it
+    cleared nearer the kept window are given back whole while they fit: the run fills its budget
+    with the agent's own output instead of placeholders (the Rust-port session: 13.9k tokens)."""
+    path = realdata / "claude-code" / "claude-reliability-python-to-rust-port.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_text())
+    assert 0.95 * budget <= report["after"]["tokens"] < budget
+    kept = {json.loads(line).get("uuid") for line in (tmp_path / "out.jsonl").read_text().splitlines()}
+    cleared = [e for e in report["removed"] if e["action"] == "rewritten" and e["strategy"] == "clear_tool_results"]
+    # Every ledger line for a kept message describes how it differs from the input: none is restored.
+    original = {json.loads(line).get("uuid"): line for line in path.read_text().splitlines()}
+    by_line = {n: json.loads(line).get("uuid") for n, line in enumerate(path.read_text().splitlines(), start=1)}
+    for entry in cleared:
+        uuid = by_line[entry["line"]]
+        if uuid in kept:
+            assert original[uuid] not in (tmp_path / "out.jsonl").read_text()

@@ -120,6 +120,8 @@ def compact(
             _guarded(_clamp_pinned, workspace, actions, errors)
         if turn_boundary or not config.seed_semantics:
             _guarded(_open_at_turn_boundary, workspace, actions, errors)
+        if mode == BUDGET and not config.seed_semantics:
+            _guarded(_give_back, workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -256,6 +258,33 @@ def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) 
     outcome = workspace.end("removed the rest of a cut turn so the kept window opens with a user message")
     if outcome.acted:
         actions.append(_action("turn_boundary", 0, outcome))
+
+
+# Rewritten messages are given back whole while the run stays at or under this share of the budget.
+GIVE_BACK_SHARE = 0.98
+
+
+def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
+    """Strategies run in order, each as far as the budget then needed: results cleared early may
+    no longer need to be once a later step (the summary) took the oldest span. Those still in
+    the kept window are put back as they were, newest first, while they fit."""
+    budget = workspace.budget
+    if budget.trigger not in (TOKENS, FRACTION) or budget.limit is None or workspace.full:
+        return
+    aim = int(budget.limit * GIVE_BACK_SHARE)
+    if workspace.live_tokens >= aim:
+        return
+    stale = {e["line"] for e in workspace.ledger if e["strategy"] == "deduplicate_file_reads"}
+    workspace.begin("give_back", 0)
+    for position in range(len(workspace.messages) - 1, -1, -1):
+        original = workspace.restorable(position)
+        if original is None or original.line in stale:  # a stale read stays a pointer to the newer one
+            continue
+        if workspace.live_tokens + original.tokens - workspace.messages[position].tokens <= aim:
+            workspace.restore(position, original, "given back whole: it fits once later steps made room")
+    outcome = workspace.end("gave back rewritten messages whole, newest first, while they fit the budget")
+    if outcome.acted:
+        actions.append(_action("give_back", 0, outcome))
 
 
 def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:

@@ -16,9 +16,11 @@ from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
-from core.messages import ORIGINAL_KEY, Message, content_handle, has_text
+from core.messages import ORIGINAL_KEY, Message, call_ids, content_handle, has_text, result_ids
 
 _STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
+# The message as the input had it (its bytes and count too), kept when a strategy first rewrites it.
+_INPUT_MESSAGE = "input_message"
 
 
 @dataclass
@@ -229,6 +231,30 @@ class Workspace:
             self.rewrite(owner, data, reason)
         return True
 
+    def restorable(self, position: int) -> Message | None:
+        """The input's version of a message a strategy rewrote, when putting it back keeps every call
+        with its results (the rewrite changed content, not which calls and results it holds)."""
+        message = self.messages[position]
+        original = message.extra.get(_INPUT_MESSAGE) if message.extra else None
+        if original is None or original is message or position in self.removed or self.is_own(position):
+            return None
+        if (original.role != message.role or call_ids(original.data) != call_ids(message.data)
+                or result_ids(original.data) != result_ids(message.data)):
+            return None
+        return original
+
+    def restore(self, position: int, original: Message, reason: str) -> int:
+        """Put back the input's version of a rewritten message; its ledger lines go. Returns the tokens added."""
+        message = self.messages[position]
+        self.messages[position] = original
+        added = original.tokens - message.tokens
+        if self.structure.counted[position]:
+            self.live_tokens += added
+        self.ledger[:] = [e for e in self.ledger if not (e["line"] == original.line and e["action"] == "rewritten")]
+        self._outcome.rewritten += 1
+        self._outcome.tokens_saved -= added
+        return added
+
     def turn_number(self, position: int) -> int:
         """The input's turn number of a message (0 for the preamble, before the first user message)."""
         line = self.messages[position].line
@@ -262,6 +288,7 @@ class Workspace:
         self._originals.setdefault(position, (before, self.structure.turn_of[position]))
         # What the message said before any strategy touched it: a later summary describes that.
         before.extra.setdefault(ORIGINAL_KEY, before.data)
+        before.extra.setdefault(_INPUT_MESSAGE, before)
         if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS):
             self._reshaped = True
         after = self.counter.count_message(before.rewritten(data))
