@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.errors import GraphError
-from core.graph.model import GraphNode, GraphRelationship, total_weights
+from core.graph.model import GraphNode, GraphRelationship, require_counts, total_weights
 
 DEFAULT_MAX_NODES = 1_000_000
 DEFAULT_MAX_RELATIONSHIPS = 5_000_000
@@ -44,13 +44,7 @@ class GraphCaps:
     eviction: Eviction = Eviction.NONE
 
     def __post_init__(self) -> None:
-        for name in ("max_nodes", "max_relationships"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise GraphError(
-                    f"{name} must be a whole number >= 0, not {value!r}",
-                    fix=f"set {name} to 0 or more",
-                )
+        require_counts(self, "max_nodes", "max_relationships")
         object.__setattr__(self, "eviction", Eviction(self.eviction))
 
     @classmethod

@@ -154,6 +154,7 @@ def _same_rel(a: GraphRelationship, b: GraphRelationship) -> bool:
     )
 
 
+@gc_paused()
 def merge_into(
     nodes: dict[str, GraphNode],
     rels: dict[str, GraphRelationship],
@@ -167,18 +168,6 @@ def merge_into(
 
     Raises GraphError when the result would exceed ``caps`` and eviction is off.
     """
-    with gc_paused():
-        return _merge_into(nodes, rels, incoming, policy, caps, source)
-
-
-def _merge_into(
-    nodes: dict[str, GraphNode],
-    rels: dict[str, GraphRelationship],
-    incoming: GraphSnapshot,
-    policy: MergePolicy,
-    caps: GraphCaps,
-    source: str | None,
-) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], MergeReport]:
     before = (len(nodes), len(rels))
     nodes, rels = dict(nodes), dict(rels)
     conflicts: list[Conflict] = []
@@ -274,6 +263,7 @@ def _check_weights(rels: Mapping[str, GraphRelationship], changes: ChangeSet) ->
             )
 
 
+@gc_paused()
 def import_into(
     snapshot: GraphSnapshot,
     before: tuple[int, int],
@@ -283,17 +273,6 @@ def import_into(
     source: str | None = None,
 ) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
     """Dicts holding a valid ``snapshot`` alone, fitted to ``caps``, and the report."""
-    with gc_paused():
-        return _import_into(snapshot, before, caps, warnings, source)
-
-
-def _import_into(
-    snapshot: GraphSnapshot,
-    before: tuple[int, int],
-    caps: GraphCaps,
-    warnings: int,
-    source: str | None,
-) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
     nodes = {node.id: node for node in snapshot.nodes}
     rels = {rel.id: rel for rel in snapshot.relationships}
     evicted = enforce_caps(nodes, rels, caps, action="import")
