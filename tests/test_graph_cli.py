@@ -328,11 +328,7 @@ def test_render_an_empty_graph_prints_nothing(work: Path) -> None:
 def test_every_command_has_help_and_is_documented(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0 and "Usage:" in result.stdout
-    root = Path(__file__).parent.parent
-    readme_path = (
-        root / "GRAPH_README.md" if (root / "GRAPH_README.md").exists() else root / "README.md"
-    )
-    readme = readme_path.read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     assert f"compact graph {command}" in readme
     for option in [
         word for word in result.stdout.split() if word.startswith("--") and word != "--help"
@@ -374,3 +370,31 @@ def test_pre_commit_hook_runs_graph_validate_on_snapshot_files() -> None:
     pattern = re.compile(files.group(1))
     assert pattern.search("memory/session.graph.json") and pattern.search("graph/alice.json")
     assert not pattern.search("package.json")
+
+
+def test_the_pre_commit_hook_file_parses_and_its_entry_is_a_real_command(work: Path) -> None:
+    import re
+    import tomllib
+
+    yaml = pytest.importorskip("yaml")
+    root = Path(__file__).parent.parent
+    hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert isinstance(hooks, list) and [hook["id"] for hook in hooks] == ["compact-graph-validate"]
+    hook = hooks[0]
+    assert {"id", "name", "entry", "language"} <= hook.keys()
+    # The entry's program is the console script the package installs, and the rest is a command of it.
+    program, *command = hook["entry"].split()
+    scripts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert program in scripts
+    assert command[0] == "graph"
+    assert run(*command[1:], "--help").exit_code == 0
+    # pre-commit appends the staged file names: the entry passes a valid one and fails an invalid one.
+    assert run(*command[1:], "valid.json").exit_code == 0
+    assert run(*command[1:], "valid.json", "invalid.json").exit_code == 1
+    # The local hook the README shows runs the same entry on the same files.
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```yaml\n(repos:\n.*?)```", readme, re.DOTALL)
+    assert snippet is not None
+    local = yaml.safe_load(snippet.group(1))["repos"][0]["hooks"][0]
+    assert (local["id"], local["entry"], local["files"]) == (hook["id"], hook["entry"], hook["files"])
+
