@@ -349,6 +349,15 @@ def test_installed_compact_graph_validate(script_runner: Any, work: Path) -> Non
     assert (github.returncode, github.stdout) == (0, "")
 
 
+def test_starting_the_cli_loads_no_graph_code_but_its_options() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, cli.app; print(sorted(m for m in sys.modules if m.startswith('core.graph')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "['core.graph', 'core.graph.options']"
+
+
 def test_cli_defaults_match_the_library() -> None:
     from cli import graph as cli_graph
     from core.graph import DEFAULT_MARKER, GraphCaps

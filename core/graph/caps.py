@@ -18,21 +18,11 @@ import heapq
 import math
 import sys
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from core.errors import GraphError
 from core.graph.model import GraphNode, GraphRelationship, require_counts, total_weights
-
-DEFAULT_MAX_NODES = 1_000_000
-DEFAULT_MAX_RELATIONSHIPS = 5_000_000
-
-
-class Eviction(StrEnum):
-    """What a merge or import does when its result would exceed a cap."""
-
-    NONE = "none"
-    LIGHTEST = "lightest"
+from core.graph.options import DEFAULT_MAX_NODES, DEFAULT_MAX_RELATIONSHIPS, Eviction
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,31 +10,14 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Generic, Literal, TypeVar
 
 from core.errors import GraphError
 from core.graph.caps import GraphCaps, enforce_caps
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, exact_sum, gc_paused
+from core.graph.options import ConflictPolicy, WeightRule
 from core.graph.reports import ChangeSet, Conflict, GraphImportReport, MergeReport
 from core.io import jsonio
-
-
-class ConflictPolicy(StrEnum):
-    """Who wins when an incoming node or relationship has an id the graph already holds."""
-
-    KEEP_EXISTING = "keep_existing"
-    PREFER_INCOMING = "prefer_incoming"
-    MERGE = "merge"
-
-
-class WeightRule(StrEnum):
-    """How the weights of two relationships with the same id combine."""
-
-    INCOMING = "incoming"
-    MAX = "max"
-    SUM = "sum"
-
 
 _RESOLUTIONS = {
     ConflictPolicy.KEEP_EXISTING: "kept_existing",

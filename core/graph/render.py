@@ -24,7 +24,6 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 
 from core.errors import GraphError
 from core.graph.graph import Graph
@@ -35,18 +34,10 @@ from core.graph.model import (
     require_counts,
     total_weights,
 )
+from core.graph.options import DEFAULT_MARKER, GraphDirection
 from core.io import jsonio
 
-DEFAULT_MARKER = "CUCA graph memory:"
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@/#+][A-Za-z0-9_.:@/#+\-]*\Z")
-
-
-class GraphDirection(StrEnum):
-    """Which relationships a focus walk follows: outgoing, incoming or both."""
-
-    OUT = "out"
-    IN = "in"
-    BOTH = "both"
 
 
 @dataclass(frozen=True, slots=True)
