@@ -12,7 +12,8 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from cli.app import app
-from core.graph.schema import REPORT_SCHEMA, load_schema
+from core.graph.checkers import REPORT_SCHEMA
+from core.io.schema_loader import load_schema
 
 SAMPLES = Path(__file__).parent.parent / "sample_transcripts" / "graph"
 FIXTURES = Path(__file__).parent / "fixtures" / "graph"

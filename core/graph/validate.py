@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from core.errors import InputError
+from core.graph.checkers import ItemChecker, snapshot_checkers
 from core.graph.findings import Finding, ValidationResult, sort_findings
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, gc_paused
 from core.graph.parsing import duplicate_keys, number_literal, parse_json, walk_non_finite
-from core.graph.schema import ItemChecker, snapshot_checkers
 
 _SUGGEST_LIMIT = 10_000  # difflib over more ids than this is too slow to be worth it
 
