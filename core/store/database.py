@@ -21,6 +21,7 @@ from core.errors import StoreError, StoreUnavailable
 
 SCHEMA_VERSION = 1
 DEFAULT_TIMEOUT = 30.0
+SQL_CHUNK = 500  # at most this many ? in one statement
 _MAX_ATTEMPTS = 8
 _FTS5_PROBE = "CREATE VIRTUAL TABLE temp.compact_fts5_probe USING fts5(x)"
 

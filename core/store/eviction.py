@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 
 from core.errors import StoreError
-from core.store.search import SQL_CHUNK
+from core.store.database import SQL_CHUNK
 
 AT_CAP_POLICIES = ("refuse", "evict_oldest")
 

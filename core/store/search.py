@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from core.io import jsonio
+from core.store.database import SQL_CHUNK
 from core.store.records import COLUMNS, RecallHit, StoredMessage, stored_message
 
 SNIPPET_TOKENS = 16
-SQL_CHUNK = 500  # at most this many ? in one statement
 
 
 def fts_query(query: str, *, any_term: bool = False) -> str | None:
