@@ -108,14 +108,17 @@ def _validate_document(
     raw_nodes = raw_nodes if isinstance(raw_nodes, list) else []
     raw_rels = raw_rels if isinstance(raw_rels, list) else []
 
-    def node(index: int, item: dict[str, Any]) -> GraphNode:
+    def check_labels(index: int, item: dict[str, Any]) -> None:
         labels = item.get("labels")
         if labels and len(labels) > 1 and len(set(labels)) != len(labels):
             warnings.extend(_repeated_labels(index, labels))
-        return GraphNode.from_dict(item)
 
-    nodes = _parse_items(raw_nodes, "nodes", node_checker, node, problems, consume=consume)
-    rels = _parse_items(raw_rels, "relationships", rel_checker, _relationship, problems, consume=consume)
+    nodes = _parse_items(
+        raw_nodes, "nodes", node_checker, GraphNode.from_dict, problems, consume=consume, inspect=check_labels
+    )
+    rels = _parse_items(
+        raw_rels, "relationships", rel_checker, GraphRelationship.from_dict, problems, consume=consume
+    )
     # Ids of nodes that failed the schema: relationships to them are not "missing" endpoints.
     unparsed_ids = {
         item["id"]
@@ -162,20 +165,24 @@ def _parse_items(
     raw: list[Any],
     section: str,
     checker: ItemChecker,
-    build: Callable[[int, dict[str, Any]], Item],
+    build: Callable[[dict[str, Any]], Item],
     problems: list[Finding],
     *,
     consume: bool,
+    inspect: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> list[Item | None]:
     """Each raw item built when it passes the schema, else None and its schema problems added.
 
+    ``inspect`` sees each item that passes, with its index, before it is built.
     With ``consume``, each raw item that was built is replaced by None in ``raw``.
     """
     parsed: list[Item | None] = []
     fast = checker.fast
     for index, item in enumerate(raw):
         if (fast is not None and fast(item)) or checker.is_valid(item):
-            parsed.append(build(index, item))
+            if inspect is not None:
+                inspect(index, item)
+            parsed.append(build(item))
             if consume:
                 raw[index] = None
             continue
@@ -189,10 +196,6 @@ def _schema_problems(checker: ItemChecker, item: Any, section: str, index: int) 
         Finding("schema", issue.message, (section, index, *issue.parts), issue.fix)
         for issue in checker.issues(item)
     ]
-
-
-def _relationship(index: int, item: dict[str, Any]) -> GraphRelationship:
-    return GraphRelationship.from_dict(item)
 
 
 def _repeated_labels(index: int, labels: list[str]) -> Iterator[Finding]:
