@@ -42,7 +42,8 @@ from core.graph import (
     save_snapshot,
     validate_snapshot_file,
 )
-from core.graph.schema import SNAPSHOT_SCHEMA, load_schema
+from core.graph.checkers import SNAPSHOT_SCHEMA
+from core.io.schema_loader import load_schema
 
 LABELS = ["Person", "Place", "Thing", "Event", "Team", "Secret"]
 TYPES = ["KNOWS", "OWNS", "NEAR", "PART_OF", "MENTIONS"]

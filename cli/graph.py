@@ -1,8 +1,10 @@
 """`compact graph ...`: check, merge, import and render working-graph snapshots.
 
 Thin by design: each command parses its options, makes one call into
-``core.graph`` (imported lazily, to keep `compact --help` fast) and writes
-the result. Domain errors propagate to the boundary in ``cli.errors``.
+``core.graph`` and writes the result. The options are declared with the
+library's own enums and defaults (``core.graph.options``, standard library
+only); the graph code itself is imported lazily, to keep `compact --help`
+fast. Domain errors propagate to the boundary in ``cli.errors``.
 """
 
 from __future__ import annotations
@@ -14,11 +16,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from core.errors import CheckFailed, InputError
+from core.graph.options import (
+    DEFAULT_MARKER,
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_RELATIONSHIPS,
+    ConflictPolicy,
+    Eviction,
+    GraphDirection,
+    WeightRule,
+)
 
 if TYPE_CHECKING:
-    from core.graph import GraphCaps
+    from collections.abc import Callable
 
-DEFAULT_MARKER = "CUCA graph memory:"  # = core.graph.DEFAULT_MARKER, kept here to avoid the import
+    from core.graph import GraphCaps
 
 graph_app = typer.Typer(
     help="Check, merge, import and render working-graph snapshots (JSON; the README's \"The working graph\" section).",
@@ -30,29 +41,6 @@ class Format(StrEnum):
     text = "text"
     json = "json"
     github = "github"
-
-
-class Policy(StrEnum):
-    keep_existing = "keep_existing"
-    prefer_incoming = "prefer_incoming"
-    merge = "merge"
-
-
-class Weights(StrEnum):
-    incoming = "incoming"
-    max = "max"
-    sum = "sum"
-
-
-class Evict(StrEnum):
-    none = "none"
-    lightest = "lightest"
-
-
-class Direction(StrEnum):
-    out = "out"
-    in_ = "in"
-    both = "both"
 
 
 def _file(metavar: str, help_text: str) -> Any:
@@ -72,7 +60,7 @@ MaxNodes = Annotated[
     typer.Option(
         "--max-nodes",
         min=0,
-        help="Node cap of the resulting graph [default: 1000000].",
+        help=f"Node cap of the resulting graph [default: {DEFAULT_MAX_NODES}].",
         show_default=False,
     ),
 ]
@@ -81,12 +69,12 @@ MaxRelationships = Annotated[
     typer.Option(
         "--max-relationships",
         min=0,
-        help="Relationship cap of the resulting graph [default: 5000000].",
+        help=f"Relationship cap of the resulting graph [default: {DEFAULT_MAX_RELATIONSHIPS}].",
         show_default=False,
     ),
 ]
 EvictOption = Annotated[
-    Evict,
+    Eviction,
     typer.Option(
         "--evict", help="At a cap: refuse the whole operation (none) or evict the lightest nodes."
     ),
@@ -113,24 +101,25 @@ ReportOption = Annotated[
 ]
 
 
-def _caps(max_nodes: int | None, max_relationships: int | None, evict: Evict) -> GraphCaps:
+def _caps(max_nodes: int | None, max_relationships: int | None, evict: Eviction) -> GraphCaps:
     from core.graph import GraphCaps
-    from core.graph.caps import Eviction
 
-    defaults = GraphCaps()
     return GraphCaps(
-        defaults.max_nodes if max_nodes is None else max_nodes,
-        defaults.max_relationships if max_relationships is None else max_relationships,
-        Eviction(evict.value),
+        DEFAULT_MAX_NODES if max_nodes is None else max_nodes,
+        DEFAULT_MAX_RELATIONSHIPS if max_relationships is None else max_relationships,
+        evict,
     )
 
 
-def _check_destinations(output: Path | None, report: str | None) -> None:
+def _produce(output: Path | None, report: str | None, work: Callable[[], tuple[Any, Any]]) -> None:
+    """Check where the results go, then run ``work`` and write the graph and report it returns there."""
     if report == "-" and output is None:
         raise InputError(
             "--report - needs -o: the snapshot already goes to stdout",
             fix="pass -o FILE for the snapshot, or --report FILE",
         )
+    graph, result = work()
+    _write_outputs(graph, result, output, report)
 
 
 def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: str | None) -> None:
@@ -205,28 +194,26 @@ def merge(
         Path, _file("INCOMING", "The snapshot (or delta) merged in; it may point at nodes of BASE.")
     ],
     policy: Annotated[
-        Policy, typer.Option("--policy", help="Who wins on an id conflict.")
-    ] = Policy.merge,
+        ConflictPolicy, typer.Option("--policy", help="Who wins on an id conflict.")
+    ] = ConflictPolicy.MERGE,
     weights: Annotated[
-        Weights,
+        WeightRule,
         typer.Option("--weights", help="How the weights of a relationship on both sides combine."),
-    ] = Weights.incoming,
+    ] = WeightRule.INCOMING,
     max_nodes: MaxNodes = None,
     max_relationships: MaxRelationships = None,
-    evict: EvictOption = Evict.none,
+    evict: EvictOption = Eviction.NONE,
     output: OutputOption = None,
     report: ReportOption = None,
 ) -> None:
     """Merge INCOMING into BASE, all or nothing; the merged snapshot goes to -o or stdout."""
     from core.graph import MergePolicy, merge_snapshot_files
-    from core.graph.merge import ConflictPolicy, WeightRule
 
-    _check_destinations(output, report)
-    merge_policy = MergePolicy(ConflictPolicy(policy.value), WeightRule(weights.value))
-    graph, merge_report = merge_snapshot_files(
-        base, incoming, merge_policy, caps=_caps(max_nodes, max_relationships, evict)
-    )
-    _write_outputs(graph, merge_report, output, report)
+    def work() -> tuple[Any, Any]:
+        merge_policy = MergePolicy(policy, weights)
+        return merge_snapshot_files(base, incoming, merge_policy, caps=_caps(max_nodes, max_relationships, evict))
+
+    _produce(output, report, work)
 
 
 @graph_app.command("import")
@@ -234,18 +221,15 @@ def import_(
     snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to import.")],
     max_nodes: MaxNodes = None,
     max_relationships: MaxRelationships = None,
-    evict: EvictOption = Evict.none,
+    evict: EvictOption = Eviction.NONE,
     output: OutputOption = None,
     report: ReportOption = None,
 ) -> None:
     """Validate and normalise a snapshot (all fields written, labels once); report what it holds."""
     from core.graph import import_snapshot_file
 
-    _check_destinations(output, report)
-    graph, import_report = import_snapshot_file(
-        snapshot, caps=_caps(max_nodes, max_relationships, evict)
-    )
-    _write_outputs(graph, import_report, output, report)
+    caps = _caps(max_nodes, max_relationships, evict)
+    _produce(output, report, lambda: import_snapshot_file(snapshot, caps=caps))
 
 
 @graph_app.command("render")
@@ -262,8 +246,8 @@ def render(
         ),
     ] = None,
     direction: Annotated[
-        Direction, typer.Option("--direction", help="Relationships a focus walk follows.")
-    ] = Direction.both,
+        GraphDirection, typer.Option("--direction", help="Relationships a focus walk follows.")
+    ] = GraphDirection.BOTH,
     depth: Annotated[int, typer.Option("--depth", min=0, help="Hops from the focus nodes.")] = 1,
     max_property_chars: Annotated[
         int, typer.Option("--max-property-chars", min=0, help="Longest properties text per item.")
@@ -274,10 +258,9 @@ def render(
 ) -> None:
     """Print the graph message a transcript would get (nothing when the graph is empty)."""
     from core.graph import GraphCaps, GraphContextConfig, load_snapshot, render_graph_text
-    from core.graph.render import GraphDirection
 
     config = GraphContextConfig(
-        max_nodes, max_relationships, tuple(focus or ()), GraphDirection(direction.value), depth, max_property_chars
+        max_nodes, max_relationships, tuple(focus or ()), direction, depth, max_property_chars
     )
     text = render_graph_text(load_snapshot(snapshot, caps=GraphCaps.unlimited()), config, marker)
     if text is None:

@@ -6,7 +6,6 @@ code at a single boundary (``cli.app``) and prints that text on one line.
 
 from __future__ import annotations
 
-EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_OVER_BUDGET = 3
@@ -58,6 +57,10 @@ class CompactError(Exception):
 
 class InputError(CompactError):
     """The transcript (or another input file) cannot be read or parsed."""
+
+
+class OutputError(CompactError):
+    """An output (the transcript, a report, a snapshot, a backup) cannot be written."""
 
 
 class ConfigError(CompactError):

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from core.counting.counter import open_cache_db
+from core.counting.counter import CacheFile
 
 MAX_OUTPUT_BYTES = 8 << 20
 KEEP_RUNS = 50  # at most 400 MB of memoised outputs
@@ -45,19 +45,15 @@ def run_key(path: str, settings: dict[str, Any]) -> bytes:
     return digest.digest()
 
 
-class RunCache:
+class RunCache(CacheFile):
     """Stored results in the token-count cache's SQLite file; failures only disable it."""
 
     def __init__(self, path: Path) -> None:
-        self._db: sqlite3.Connection | None = None
-        try:
-            self._db = open_cache_db(
-                path,
-                "CREATE TABLE IF NOT EXISTS runs (key BLOB PRIMARY KEY, output BLOB NOT NULL,"
-                " report BLOB NOT NULL, used INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)))",
-            )
-        except (sqlite3.Error, OSError):
-            self._db = None
+        super().__init__(
+            path,
+            "CREATE TABLE IF NOT EXISTS runs (key BLOB PRIMARY KEY, output BLOB NOT NULL,"
+            " report BLOB NOT NULL, used INTEGER NOT NULL DEFAULT (CAST(strftime('%s','now') AS INTEGER)))",
+        )
 
     def get(self, key: bytes) -> tuple[bytes, dict[str, Any]] | None:
         if self._db is None:
@@ -87,8 +83,3 @@ class RunCache:
                 )
         except sqlite3.Error:
             pass
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None

@@ -12,7 +12,8 @@ from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
 from cli.app import app
-from core.graph.schema import REPORT_SCHEMA, load_schema
+from core.graph.checkers import REPORT_SCHEMA
+from core.io.schema_loader import load_schema
 
 SAMPLES = Path(__file__).parent.parent / "sample_transcripts" / "graph"
 FIXTURES = Path(__file__).parent / "fixtures" / "graph"
@@ -349,6 +350,15 @@ def test_installed_compact_graph_validate(script_runner: Any, work: Path) -> Non
     assert (github.returncode, github.stdout) == (0, "")
 
 
+def test_starting_the_cli_loads_no_graph_code_but_its_options() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, cli.app; print(sorted(m for m in sys.modules if m.startswith('core.graph')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "['core.graph', 'core.graph.options']"
+
+
 def test_cli_defaults_match_the_library() -> None:
     from cli import graph as cli_graph
     from core.graph import DEFAULT_MARKER, GraphCaps
@@ -370,3 +380,31 @@ def test_pre_commit_hook_runs_graph_validate_on_snapshot_files() -> None:
     pattern = re.compile(files.group(1))
     assert pattern.search("memory/session.graph.json") and pattern.search("graph/alice.json")
     assert not pattern.search("package.json")
+
+
+def test_the_pre_commit_hook_file_parses_and_its_entry_is_a_real_command(work: Path) -> None:
+    import re
+    import tomllib
+
+    yaml = pytest.importorskip("yaml")
+    root = Path(__file__).parent.parent
+    hooks = yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert isinstance(hooks, list) and [hook["id"] for hook in hooks] == ["compact-graph-validate"]
+    hook = hooks[0]
+    assert {"id", "name", "entry", "language"} <= hook.keys()
+    # The entry's program is the console script the package installs, and the rest is a command of it.
+    program, *command = hook["entry"].split()
+    scripts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert program in scripts
+    assert command[0] == "graph"
+    assert run(*command[1:], "--help").exit_code == 0
+    # pre-commit appends the staged file names: the entry passes a valid one and fails an invalid one.
+    assert run(*command[1:], "valid.json").exit_code == 0
+    assert run(*command[1:], "valid.json", "invalid.json").exit_code == 1
+    # The local hook the README shows runs the same entry on the same files.
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```yaml\n(repos:\n.*?)```", readme, re.DOTALL)
+    assert snippet is not None
+    local = yaml.safe_load(snippet.group(1))["repos"][0]["hooks"][0]
+    assert (local["id"], local["entry"], local["files"]) == (hook["id"], hook["entry"], hook["files"])
+

@@ -21,7 +21,8 @@ from core.graph import (
     load_snapshot,
     merge_snapshot_files,
 )
-from core.graph.schema import REPORT_SCHEMA, load_schema
+from core.graph.checkers import REPORT_SCHEMA
+from core.io.schema_loader import load_schema
 
 SAMPLES = Path(__file__).parent.parent / "sample_transcripts" / "graph"
 

@@ -22,7 +22,8 @@ from core.graph import (
     save_snapshot,
     validate_document,
 )
-from core.graph.schema import SNAPSHOT_SCHEMA, load_schema, snapshot_checkers
+from core.graph.checkers import SNAPSHOT_SCHEMA, snapshot_checkers
+from core.io.schema_loader import load_schema
 
 SAMPLES = Path(__file__).parent.parent / "sample_transcripts" / "graph"
 
@@ -171,7 +172,7 @@ class TestSchemaFastCheck:
             assert validator.is_valid(orjson.loads((SAMPLES / name).read_bytes()))
 
     def test_an_unknown_keyword_falls_back_to_jsonschema(self) -> None:
-        from core.graph.schema import ItemChecker
+        from core.graph.checkers import ItemChecker
 
         checker = ItemChecker({}, {"type": "string", "pattern": "^a"})
         assert checker.fast is None

@@ -1,4 +1,4 @@
-"""The conversions and `compact validate` fixes of issue 13, one behaviour a user would notice per test."""
+"""Provider conversions and `compact validate`: one behaviour a user would notice per test."""
 
 from __future__ import annotations
 

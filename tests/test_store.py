@@ -451,7 +451,7 @@ def test_paths_that_cannot_be_a_store(tmp_path: Path) -> None:
 
 
 def test_sqlite_without_fts5_is_a_clear_error(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_FTS5_PROBE", "CREATE VIRTUAL TABLE temp.probe USING no_such_fts(x)")
+    monkeypatch.setattr(store_module.database, "_FTS5_PROBE", "CREATE VIRTUAL TABLE temp.probe USING no_such_fts(x)")
     with pytest.raises(StoreError, match=r"has no FTS5 .*use a Python whose SQLite is built with FTS5"):
         OffloadStore.open(path)
 

@@ -88,7 +88,29 @@ def run_memo_enabled() -> bool:
     return os.environ.get("COMPACT_RUN_MEMO", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-class CountCache:
+class CacheFile:
+    """A cache in the user's cache file (see open_cache_db), opened at construction.
+
+    A cache is an accelerator only: when the file cannot be opened it stays
+    closed, ``error`` says why, and every lookup misses and every store is skipped.
+    """
+
+    def __init__(self, path: Path, table_sql: str) -> None:
+        self.path = path
+        self.error: str | None = None
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._db = open_cache_db(path, table_sql)
+        except (sqlite3.Error, OSError) as exc:
+            self.error = str(exc)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class CountCache(CacheFile):
     """A persistent map (encoder, blake2b of text) -> tokens in one SQLite file.
 
     The cache is an accelerator only: if it cannot be opened or written
@@ -96,18 +118,12 @@ class CountCache:
     """
 
     def __init__(self, path: Path) -> None:
-        self.path = path
+        super().__init__(
+            path,
+            "CREATE TABLE IF NOT EXISTS counts (encoder TEXT NOT NULL, digest BLOB NOT NULL,"
+            " tokens INTEGER NOT NULL, PRIMARY KEY (encoder, digest)) WITHOUT ROWID",
+        )
         self.hits = 0
-        self.error: str | None = None
-        self._db: sqlite3.Connection | None = None
-        try:
-            self._db = open_cache_db(
-                path,
-                "CREATE TABLE IF NOT EXISTS counts (encoder TEXT NOT NULL, digest BLOB NOT NULL,"
-                " tokens INTEGER NOT NULL, PRIMARY KEY (encoder, digest)) WITHOUT ROWID",
-            )
-        except (sqlite3.Error, OSError) as exc:
-            self.error = str(exc)
 
     def lookup(self, encoder: str, digests: Sequence[bytes]) -> dict[bytes, int]:
         found: dict[bytes, int] = {}
@@ -138,11 +154,6 @@ class CountCache:
                 )
         except sqlite3.Error as exc:
             self.error = str(exc)
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
 
 
 def _digest(text: str) -> bytes:

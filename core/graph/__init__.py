@@ -2,68 +2,25 @@
 
 Pure library code: nothing here prints, and jsonschema is imported only when a
 snapshot actually needs it (on items the fast schema check cannot accept).
+
+The public names (``core.graph.api`` lists them) load on first use, so
+importing ``core.graph.options``, as the CLI does at start-up for its
+choices, does not load the graph code.
 """
 
-from core.graph.caps import Evicted, EvictedNode, Eviction, GraphCaps
-from core.graph.files import (
-    dump_snapshot_chunks,
-    dumps_snapshot,
-    import_snapshot_file,
-    load_snapshot,
-    merge_snapshot_files,
-    read_snapshot,
-    save_snapshot,
-)
-from core.graph.findings import Finding, ValidationResult
-from core.graph.graph import Graph
-from core.graph.merge import ConflictPolicy, MergePolicy, WeightRule
-from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot
-from core.graph.parsing import parse_json
-from core.graph.placement import GraphPlacement, apply_graph_message, is_graph_message
-from core.graph.render import (
-    DEFAULT_MARKER,
-    GraphContextConfig,
-    GraphDirection,
-    render_graph_text,
-    select,
-)
-from core.graph.reports import ChangeSet, Conflict, GraphImportReport, MergeReport
-from core.graph.validate import validate_document, validate_snapshot_file
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_MARKER",
-    "ChangeSet",
-    "Conflict",
-    "ConflictPolicy",
-    "Evicted",
-    "EvictedNode",
-    "Eviction",
-    "Finding",
-    "Graph",
-    "GraphCaps",
-    "GraphContextConfig",
-    "GraphDirection",
-    "GraphImportReport",
-    "GraphNode",
-    "GraphPlacement",
-    "GraphRelationship",
-    "GraphSnapshot",
-    "MergePolicy",
-    "MergeReport",
-    "ValidationResult",
-    "WeightRule",
-    "apply_graph_message",
-    "dump_snapshot_chunks",
-    "dumps_snapshot",
-    "import_snapshot_file",
-    "is_graph_message",
-    "load_snapshot",
-    "merge_snapshot_files",
-    "parse_json",
-    "read_snapshot",
-    "render_graph_text",
-    "save_snapshot",
-    "select",
-    "validate_document",
-    "validate_snapshot_file",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.graph.api import *  # what __getattr__ serves, for type checkers
+
+
+def __getattr__(name: str) -> Any:
+    api = importlib.import_module("core.graph.api")
+    if name not in api.__all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(api, name)
+    globals()[name] = value
+    return value

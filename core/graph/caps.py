@@ -18,21 +18,11 @@ import heapq
 import math
 import sys
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from core.errors import GraphError
-from core.graph.model import GraphNode, GraphRelationship, total_weights
-
-DEFAULT_MAX_NODES = 1_000_000
-DEFAULT_MAX_RELATIONSHIPS = 5_000_000
-
-
-class Eviction(StrEnum):
-    """What a merge or import does when its result would exceed a cap."""
-
-    NONE = "none"
-    LIGHTEST = "lightest"
+from core.graph.model import GraphNode, GraphRelationship, require_counts, total_weights
+from core.graph.options import DEFAULT_MAX_NODES, DEFAULT_MAX_RELATIONSHIPS, Eviction
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +34,7 @@ class GraphCaps:
     eviction: Eviction = Eviction.NONE
 
     def __post_init__(self) -> None:
-        for name in ("max_nodes", "max_relationships"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise GraphError(
-                    f"{name} must be a whole number >= 0, not {value!r}",
-                    fix=f"set {name} to 0 or more",
-                )
+        require_counts(self, "max_nodes", "max_relationships")
         object.__setattr__(self, "eviction", Eviction(self.eviction))
 
     @classmethod

@@ -8,33 +8,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from core.errors import GraphError
 from core.graph.caps import GraphCaps, enforce_caps
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, exact_sum, gc_paused
+from core.graph.options import ConflictPolicy, WeightRule
 from core.graph.reports import ChangeSet, Conflict, GraphImportReport, MergeReport
 from core.io import jsonio
-
-
-class ConflictPolicy(StrEnum):
-    """Who wins when an incoming node or relationship has an id the graph already holds."""
-
-    KEEP_EXISTING = "keep_existing"
-    PREFER_INCOMING = "prefer_incoming"
-    MERGE = "merge"
-
-
-class WeightRule(StrEnum):
-    """How the weights of two relationships with the same id combine."""
-
-    INCOMING = "incoming"
-    MAX = "max"
-    SUM = "sum"
-
 
 _RESOLUTIONS = {
     ConflictPolicy.KEEP_EXISTING: "kept_existing",
@@ -154,6 +137,7 @@ def _same_rel(a: GraphRelationship, b: GraphRelationship) -> bool:
     )
 
 
+@gc_paused()
 def merge_into(
     nodes: dict[str, GraphNode],
     rels: dict[str, GraphRelationship],
@@ -167,76 +151,11 @@ def merge_into(
 
     Raises GraphError when the result would exceed ``caps`` and eviction is off.
     """
-    with gc_paused():
-        return _merge_into(nodes, rels, incoming, policy, caps, source)
-
-
-def _merge_into(
-    nodes: dict[str, GraphNode],
-    rels: dict[str, GraphRelationship],
-    incoming: GraphSnapshot,
-    policy: MergePolicy,
-    caps: GraphCaps,
-    source: str | None,
-) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], MergeReport]:
     before = (len(nodes), len(rels))
     nodes, rels = dict(nodes), dict(rels)
     conflicts: list[Conflict] = []
-    added: list[str] = []
-    updated: list[str] = []
-    unchanged = 0
-    resolution = _RESOLUTIONS[policy.conflict]
-    for node in incoming.nodes:
-        old = nodes.get(node.id)
-        if old is None:
-            nodes[node.id] = node
-            added.append(node.id)
-        elif _same_node(old, node):
-            unchanged += 1
-        else:
-            result = _resolve_node(old, node, policy)
-            outcome: Literal["updated", "unchanged"] = "unchanged"
-            if not _same_node(result, old):
-                nodes[node.id] = result
-                updated.append(node.id)
-                outcome = "updated"
-            else:
-                unchanged += 1
-            conflicts.append(
-                Conflict("node", node.id, _node_fields(old, node), resolution, outcome)
-            )
-    node_changes = ChangeSet(tuple(added), tuple(updated), unchanged)
-
-    added, updated, unchanged = [], [], 0
-    for rel in incoming.relationships:
-        old_rel = rels.get(rel.id)
-        if old_rel is None:
-            rels[rel.id] = rel
-            added.append(rel.id)
-            continue
-        weight = policy.combine(old_rel.weight, rel.weight)
-        if _same_rel(old_rel, rel) and weight == old_rel.weight:
-            unchanged += 1
-            continue
-        result_rel = _resolve_rel(old_rel, rel, policy)
-        outcome = "unchanged"
-        if not _same_rel(result_rel, old_rel):
-            rels[rel.id] = result_rel
-            updated.append(rel.id)
-            outcome = "updated"
-        else:
-            unchanged += 1
-        conflicts.append(
-            Conflict(
-                "relationship",
-                rel.id,
-                _rel_fields(old_rel, rel),
-                resolution,
-                outcome,
-                (old_rel.weight, rel.weight, result_rel.weight),
-            )
-        )
-    rel_changes = ChangeSet(tuple(added), tuple(updated), unchanged)
+    node_changes = _merge_items(nodes, incoming.nodes, policy, _NODE_RULES, conflicts)
+    rel_changes = _merge_items(rels, incoming.relationships, policy, _REL_RULES, conflicts)
     _check_weights(rels, rel_changes)
     evicted = enforce_caps(nodes, rels, caps, action="merge")
     report = MergeReport(
@@ -253,6 +172,69 @@ def _merge_into(
     return nodes, rels, report
 
 
+Item = TypeVar("Item", GraphNode, GraphRelationship)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules(Generic[Item]):
+    """How one kind of item (nodes or relationships) compares, resolves and reports a conflict."""
+
+    kind: Literal["node", "relationship"]
+    same: Callable[[Item, Item], bool]
+    resolve: Callable[[Item, Item, MergePolicy], Item]
+    fields: Callable[[Item, Item], tuple[str, ...]]
+    # (existing, incoming, combined) weights, for the kinds that have one.
+    weights: Callable[[Item, Item, MergePolicy], tuple[float, float, float] | None]
+
+
+def _rel_weights(
+    old: GraphRelationship, new: GraphRelationship, policy: MergePolicy
+) -> tuple[float, float, float]:
+    return (old.weight, new.weight, policy.combine(old.weight, new.weight))
+
+
+_NODE_RULES: _Rules[GraphNode] = _Rules("node", _same_node, _resolve_node, _node_fields, lambda *_: None)
+_REL_RULES: _Rules[GraphRelationship] = _Rules(
+    "relationship", _same_rel, _resolve_rel, _rel_fields, _rel_weights
+)
+
+
+def _merge_items(
+    items: dict[str, Item],
+    incoming: Sequence[Item],
+    policy: MergePolicy,
+    rules: _Rules[Item],
+    conflicts: list[Conflict],
+) -> ChangeSet:
+    """Merge ``incoming`` into ``items`` in place, adding a Conflict for each id on both sides
+    whose items differ (or whose weights the rule changes)."""
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged = 0
+    resolution = _RESOLUTIONS[policy.conflict]
+    for item in incoming:
+        old = items.get(item.id)
+        if old is None:
+            items[item.id] = item
+            added.append(item.id)
+            continue
+        weights = rules.weights(old, item, policy)
+        if rules.same(old, item) and (weights is None or weights[2] == weights[0]):
+            unchanged += 1
+            continue
+        result = rules.resolve(old, item, policy)
+        outcome: Literal["updated", "unchanged"] = "unchanged"
+        if rules.same(result, old):
+            unchanged += 1
+        else:
+            items[item.id] = result
+            updated.append(item.id)
+            outcome = "updated"
+        fields = rules.fields(old, item)
+        conflicts.append(Conflict(rules.kind, item.id, fields, resolution, outcome, weights))
+    return ChangeSet(tuple(added), tuple(updated), unchanged)
+
+
 def _check_weights(rels: Mapping[str, GraphRelationship], changes: ChangeSet) -> None:
     """Summing two finite weights can overflow to infinity: refuse rather than store it."""
     for rel_id in changes.updated:
@@ -264,6 +246,7 @@ def _check_weights(rels: Mapping[str, GraphRelationship], changes: ChangeSet) ->
             )
 
 
+@gc_paused()
 def import_into(
     snapshot: GraphSnapshot,
     before: tuple[int, int],
@@ -273,17 +256,6 @@ def import_into(
     source: str | None = None,
 ) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
     """Dicts holding a valid ``snapshot`` alone, fitted to ``caps``, and the report."""
-    with gc_paused():
-        return _import_into(snapshot, before, caps, warnings, source)
-
-
-def _import_into(
-    snapshot: GraphSnapshot,
-    before: tuple[int, int],
-    caps: GraphCaps,
-    warnings: int,
-    source: str | None,
-) -> tuple[dict[str, GraphNode], dict[str, GraphRelationship], GraphImportReport]:
     nodes = {node.id: node for node in snapshot.nodes}
     rels = {rel.id: rel for rel in snapshot.relationships}
     evicted = enforce_caps(nodes, rels, caps, action="import")

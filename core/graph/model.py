@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.errors import GraphError
+
 if TYPE_CHECKING:
     from core.graph.findings import ValidationResult
 
@@ -164,7 +166,8 @@ def gc_paused() -> Iterator[None]:
 
     Each collection walks every live container; building 600k items would
     trigger hundreds of them (a third of the run time) for no garbage: graph
-    values hold no cycles, and reference counting frees them.
+    values hold no cycles, and reference counting frees them. Also a
+    decorator (``@gc_paused()``): the collector is paused for each call.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -173,3 +176,14 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def require_counts(owner: object, *names: str) -> None:
+    """Raise GraphError unless each named attribute of ``owner`` is a whole number >= 0 (not a bool)."""
+    for name in names:
+        value = getattr(owner, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise GraphError(
+                f"{name} must be a whole number >= 0, not {value!r}",
+                fix=f"set {name} to 0 or more",
+            )

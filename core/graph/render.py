@@ -24,23 +24,20 @@ import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 
 from core.errors import GraphError
 from core.graph.graph import Graph
-from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, total_weights
+from core.graph.model import (
+    GraphNode,
+    GraphRelationship,
+    GraphSnapshot,
+    require_counts,
+    total_weights,
+)
+from core.graph.options import DEFAULT_MARKER, GraphDirection
 from core.io import jsonio
 
-DEFAULT_MARKER = "CUCA graph memory:"
 _PLAIN = re.compile(r"[A-Za-z0-9_.:@/#+][A-Za-z0-9_.:@/#+\-]*\Z")
-
-
-class GraphDirection(StrEnum):
-    """Which relationships a focus walk follows: outgoing, incoming or both."""
-
-    OUT = "out"
-    IN = "in"
-    BOTH = "both"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +57,7 @@ class GraphContextConfig:
     max_property_chars: int = 200
 
     def __post_init__(self) -> None:
-        for name in ("max_nodes", "max_relationships", "depth", "max_property_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise GraphError(
-                    f"{name} must be a whole number >= 0, not {value!r}",
-                    fix=f"set {name} to 0 or more",
-                )
+        require_counts(self, "max_nodes", "max_relationships", "depth", "max_property_chars")
         object.__setattr__(self, "direction", GraphDirection(self.direction))
         object.__setattr__(self, "focus", tuple(dict.fromkeys(self.focus)))
 

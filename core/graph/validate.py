@@ -19,15 +19,15 @@ import math
 import os
 import weakref
 from collections import Counter
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from core.errors import InputError
+from core.graph.checkers import ItemChecker, snapshot_checkers
 from core.graph.findings import Finding, ValidationResult, sort_findings
 from core.graph.model import GraphNode, GraphRelationship, GraphSnapshot, gc_paused
 from core.graph.parsing import duplicate_keys, number_literal, parse_json, walk_non_finite
-from core.graph.schema import snapshot_checkers
 
 _SUGGEST_LIMIT = 10_000  # difflib over more ids than this is too slow to be worth it
 
@@ -108,39 +108,23 @@ def _validate_document(
     raw_nodes = raw_nodes if isinstance(raw_nodes, list) else []
     raw_rels = raw_rels if isinstance(raw_rels, list) else []
 
-    nodes: list[GraphNode | None] = []
-    unparsed_ids: set[str] = set()  # ids of nodes that failed the schema: not "missing" endpoints
-    node_fast = node_checker.fast
-    for index, item in enumerate(raw_nodes):
-        if (node_fast is not None and node_fast(item)) or node_checker.is_valid(item):
-            labels = item.get("labels")
-            if labels and len(labels) > 1 and len(set(labels)) != len(labels):
-                warnings.extend(_repeated_labels(index, labels))
-            nodes.append(GraphNode.from_dict(item))
-            if consume:
-                raw_nodes[index] = None
-            continue
-        for issue in node_checker.issues(item):
-            problems.append(
-                Finding("schema", issue.message, ("nodes", index, *issue.parts), issue.fix)
-            )
-        if isinstance(item, dict) and isinstance(item.get("id"), str):
-            unparsed_ids.add(item["id"])
-        nodes.append(None)
+    def check_labels(index: int, item: dict[str, Any]) -> None:
+        labels = item.get("labels")
+        if labels and len(labels) > 1 and len(set(labels)) != len(labels):
+            warnings.extend(_repeated_labels(index, labels))
 
-    rels: list[GraphRelationship | None] = []
-    rel_fast = rel_checker.fast
-    for index, item in enumerate(raw_rels):
-        if (rel_fast is not None and rel_fast(item)) or rel_checker.is_valid(item):
-            rels.append(GraphRelationship.from_dict(item))
-            if consume:
-                raw_rels[index] = None
-            continue
-        for issue in rel_checker.issues(item):
-            problems.append(
-                Finding("schema", issue.message, ("relationships", index, *issue.parts), issue.fix)
-            )
-        rels.append(None)
+    nodes = _parse_items(
+        raw_nodes, "nodes", node_checker, GraphNode.from_dict, problems, consume=consume, inspect=check_labels
+    )
+    rels = _parse_items(
+        raw_rels, "relationships", rel_checker, GraphRelationship.from_dict, problems, consume=consume
+    )
+    # Ids of nodes that failed the schema: relationships to them are not "missing" endpoints.
+    unparsed_ids = {
+        item["id"]
+        for parsed, item in zip(nodes, raw_nodes, strict=True)
+        if parsed is None and isinstance(item, dict) and isinstance(item.get("id"), str)
+    } if problems else set()
 
     if scan_non_finite:
         problems.extend(_non_finite_properties(nodes, rels))
@@ -172,6 +156,46 @@ def mark_validated(snapshot: GraphSnapshot) -> GraphSnapshot:
     """Record that ``snapshot`` keeps every rule (it comes from a valid Graph)."""
     _validated[id(snapshot)] = snapshot
     return snapshot
+
+
+Item = TypeVar("Item", GraphNode, GraphRelationship)
+
+
+def _parse_items(
+    raw: list[Any],
+    section: str,
+    checker: ItemChecker,
+    build: Callable[[dict[str, Any]], Item],
+    problems: list[Finding],
+    *,
+    consume: bool,
+    inspect: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[Item | None]:
+    """Each raw item built when it passes the schema, else None and its schema problems added.
+
+    ``inspect`` sees each item that passes, with its index, before it is built.
+    With ``consume``, each raw item that was built is replaced by None in ``raw``.
+    """
+    parsed: list[Item | None] = []
+    fast = checker.fast
+    for index, item in enumerate(raw):
+        if (fast is not None and fast(item)) or checker.is_valid(item):
+            if inspect is not None:
+                inspect(index, item)
+            parsed.append(build(item))
+            if consume:
+                raw[index] = None
+            continue
+        problems.extend(_schema_problems(checker, item, section, index))
+        parsed.append(None)
+    return parsed
+
+
+def _schema_problems(checker: ItemChecker, item: Any, section: str, index: int) -> list[Finding]:
+    return [
+        Finding("schema", issue.message, (section, index, *issue.parts), issue.fix)
+        for issue in checker.issues(item)
+    ]
 
 
 def _repeated_labels(index: int, labels: list[str]) -> Iterator[Finding]:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import InputError
+from core.errors import OutputError
 
 
 def _umask() -> int:
@@ -76,8 +76,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _fail(target: Path, exc: OSError) -> InputError:
-    return InputError(f"cannot write: {exc.strerror or exc}", path=str(target), fix="check the folder exists and is writable")
+def _fail(target: Path, exc: OSError) -> OutputError:
+    return OutputError(f"cannot write: {exc.strerror or exc}", path=str(target), fix="check the folder exists and is writable")
 
 
 @dataclass

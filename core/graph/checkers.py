@@ -1,5 +1,6 @@
-"""The snapshot schema, the single source of truth for the shape of a snapshot.
+"""Validators for snapshot items, built from the snapshot schema (loaded by core.io.schema_loader).
 
+The schema is the single source of truth for the shape of a snapshot.
 jsonschema takes 20-50 µs per item, over half a minute for a 600k-item snapshot, so
 each item type gets two checks built from the same schema text:
 
@@ -23,9 +24,7 @@ from functools import cache
 from typing import Any
 
 from core.io import jsonio
-from core.io.schema_loader import (
-    load_schema,  # the one loader; re-exported for the graph tests and bench
-)
+from core.io.schema_loader import load_schema
 
 # Names for core.io.schema_loader.load_schema (schemas/<name>.schema.json).
 SNAPSHOT_SCHEMA = "graph-snapshot"
