@@ -22,19 +22,8 @@ from typing import Any, ClassVar
 
 from core.errors import InputError
 from core.io import jsonio
+from core.io.rawinput import Line  # one line of the input, as core.io.rawinput reads it
 from core.messages import Message
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One non-blank line of the input: its number, its JSON object (None when invalid) and its bytes."""
-
-    number: int
-    data: dict[str, Any] | None
-    source: bytes | memoryview
-
-    def to_bytes(self) -> bytes:
-        return bytes(self.source)
 
 
 @dataclass
@@ -164,6 +153,14 @@ class Codec:
     def evidence(self, data: dict[str, Any]) -> bool:
         """Does this line show the file is in this format (and not just compatible with it)?"""
         raise NotImplementedError
+
+    def read_input(self, path: str, name: str, raw: bytes | None, *, skip_invalid: bool,
+                   max_line_bytes: int) -> Decoded | None:
+        """The file read by the format's own reader, or None to read its lines and :meth:`decode` them.
+
+        ``raw`` is the input when it was buffered (stdin, a pipe, a JSON array), None for a regular file.
+        """
+        return None
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         """The canonical messages of the file, each made with :func:`origin_message`, in conversation order."""
