@@ -16,8 +16,9 @@ without a key were added by compact (summaries, warnings, the graph).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from core.errors import InputError
@@ -97,21 +98,34 @@ def changed(before: Message, after: Message | None) -> bool:
     return after is None or (after.data is not before.data and after.data != before.data)
 
 
-def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
-    """Walk the input lines in order and say, for each, what compaction did to it."""
-    originals = decoded.messages
+def match(originals: Sequence[Message], result: Sequence[Message], place: str,
+          anchor: Callable[[Message], Any]) -> tuple[dict[int, Message], dict[Any, list[Message]], list[Message]]:
+    """What became of each decoded message, and where compact's additions go.
+
+    A result message is a decoded one's outcome when it has its key and the same
+    ``extra[place]``; any other was added by compact and goes before the next
+    outcome, grouped under ``anchor(decoded message)``. Returns (outcome by key,
+    additions by anchor, additions after the last outcome).
+    """
     outcome: dict[int, Message] = {}
-    inserted_before: dict[int | None, list[Message]] = {}
+    added_before: dict[Any, list[Message]] = {}
     waiting: list[Message] = []
     for message in result:
         key = message.extra.get("key") if message.extra else None
-        if key is None or key >= len(originals) or originals[key].extra.get("origin") != message.extra.get("origin"):
+        if key is None or key >= len(originals) or originals[key].extra.get(place) != message.extra.get(place):
             waiting.append(message)
             continue
         outcome[key] = message
         if waiting:
-            inserted_before.setdefault(message.extra["origin"][0], []).extend(waiting)
+            added_before.setdefault(anchor(originals[key]), []).extend(waiting)
             waiting = []
+    return outcome, added_before, waiting
+
+
+def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
+    """Walk the input lines in order and say, for each, what compaction did to it."""
+    originals = decoded.messages
+    outcome, inserted_before, waiting = match(originals, result, "origin", lambda before: before.extra["origin"][0])
     if waiting:
         inserted_before.setdefault(None, []).extend(waiting)
 
@@ -137,6 +151,37 @@ def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
     for remaining in inserted_before.values():  # after the last line (or anchored to a dropped line)
         for message in remaining:
             yield Insert(message)
+
+
+Item = dict[str, Any] | bytes | memoryview  # one output line: a JSON object, or bytes written as they are
+
+
+def write_back(steps: Iterable[Step], *, rebuild: Callable[[Rebuild], Iterable[Item]],
+               insert: Callable[[Message, int], Iterable[Item]]) -> Iterator[Item]:
+    """Walk a write-back plan: a kept line's own bytes, the codec's lines for a rebuilt line and for an
+    added message (given its position in ``steps``), nothing for a dropped line."""
+    for position, step in enumerate(steps):
+        if isinstance(step, Keep):
+            yield step.line.source
+        elif isinstance(step, Insert):
+            yield from insert(step.message, position)
+        elif isinstance(step, Rebuild):
+            yield from rebuild(step)
+
+
+def now_stamp() -> str:
+    """An ISO-8601 UTC timestamp with milliseconds (``Date.toISOString``), as the agents write them."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def neighbour_timestamp(steps: Sequence[Step], position: int) -> Any:
+    """The timestamp of the line an added message is placed before (or, at the end, after)."""
+    for step in (*steps[position + 1:], *reversed(steps[:position])):
+        line = getattr(step, "line", None)
+        if line is not None and line.data is not None and "timestamp" in line.data:
+            return line.data["timestamp"]
+    return now_stamp()
 
 
 class Codec:
