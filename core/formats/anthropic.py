@@ -38,7 +38,6 @@ from core.formats.base import (
     changed,
     line_error,
     origin_message,
-    plan,
     write_back,
 )
 from core.io import jsonio
@@ -308,7 +307,7 @@ class Anthropic(Codec):
         return messages
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
-        return write_back(plan(decoded, result), rebuild=self._rebuilt_line,
+        return write_back(decoded, result, rebuild=self._rebuilt_line,
                           insert=lambda message, _: [{"role": "user", "content": inserted_text(message)}])
 
     def _rebuilt_line(self, step: Rebuild) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ without a key were added by compact (summaries, warnings, the graph).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -156,15 +157,20 @@ def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
 Item = dict[str, Any] | bytes | memoryview  # one output line: a JSON object, or bytes written as they are
 
 
-def write_back(steps: Iterable[Step], *, rebuild: Callable[[Rebuild], Iterable[Item]],
-               insert: Callable[[Message, int], Iterable[Item]]) -> Iterator[Item]:
-    """Walk a write-back plan: a kept line's own bytes, the codec's lines for a rebuilt line and for an
-    added message (given its position in ``steps``), nothing for a dropped line."""
+def write_back(decoded: Decoded, result: Sequence[Message], *, rebuild: Callable[[Rebuild], Iterable[Item]],
+               insert: Callable[[Message, Callable[[], Any]], Iterable[Item]]) -> Iterator[Item]:
+    """Walk the write-back :func:`plan`: a kept line's own bytes, the codec's lines for a rebuilt line and for
+    an added message, nothing for a dropped line.
+
+    ``insert`` is given the added message and a function returning the timestamp of the line it lands
+    next to (:func:`neighbour_timestamp`), for the formats that stamp every line.
+    """
+    steps = list(plan(decoded, result))
     for position, step in enumerate(steps):
         if isinstance(step, Keep):
             yield step.line.source
         elif isinstance(step, Insert):
-            yield from insert(step.message, position)
+            yield from insert(step.message, functools.partial(neighbour_timestamp, steps, position))
         elif isinstance(step, Rebuild):
             yield from rebuild(step)
 

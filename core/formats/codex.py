@@ -47,10 +47,8 @@ from core.formats.base import (
     Rebuild,
     changed,
     line_error,
-    neighbour_timestamp,
     now_stamp,
     origin_message,
-    plan,
     write_back,
 )
 from core.formats.responses import CODEC as RESPONSES
@@ -199,9 +197,8 @@ class Codex(Codec):
         if _legacy(decoded.lines):
             yield from RESPONSES.encode(decoded, result)  # the 2025 layout writes back as bare items do
             return
-        steps = list(plan(decoded, result))
-        yield from write_back(steps, rebuild=_rebuilt_line,
-                              insert=lambda message, at: _envelopes(message, neighbour_timestamp(steps, at)))
+        yield from write_back(decoded, result, rebuild=_rebuilt_line,
+                              insert=lambda message, near: _envelopes(message, near()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         stamp = now_stamp()

@@ -49,10 +49,8 @@ from core.formats.base import (
     Losses,
     Rebuild,
     line_error,
-    neighbour_timestamp,
     now_stamp,
     origin_message,
-    plan,
     write_back,
 )
 from core.messages import Message, iter_text_parts, result_ids, tool_calls
@@ -222,9 +220,8 @@ class GeminiStream(Codec):
         return reader.finish()
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
-        steps = list(plan(decoded, result))
-        yield from write_back(steps, rebuild=_rebuilt, insert=lambda message, at: _stamped_events(
-            render_message(message, Losses()), neighbour_timestamp(steps, at)))
+        yield from write_back(decoded, result, rebuild=_rebuilt, insert=lambda message, near: _stamped_events(
+            render_message(message, Losses()), near()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         stamp = now_stamp()

@@ -43,7 +43,6 @@ from core.formats.base import (
     Rebuild,
     line_error,
     origin_message,
-    plan,
     write_back,
 )
 from core.formats.responses_items import (
@@ -326,7 +325,7 @@ class Responses(Codec):
         return reader.finish()
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
-        return write_back(plan(decoded, result), rebuild=_rebuilt_line,
+        return write_back(decoded, result, rebuild=_rebuilt_line,
                           insert=lambda message, _: render_items(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:

@@ -47,7 +47,6 @@ from core.formats.base import (
     Rebuild,
     line_error,
     origin_message,
-    plan,
     write_back,
 )
 from core.io import jsonio
@@ -89,7 +88,7 @@ class ShareGPT(Codec):
         if conversations:
             yield from _encode_conversation(decoded, result, conversations[0])
             return
-        yield from write_back(plan(decoded, result), rebuild=_rebuilt_turn,
+        yield from write_back(decoded, result, rebuild=_rebuilt_turn,
                               insert=lambda message, _: render_turns(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
