@@ -19,7 +19,6 @@ from core.io import jsonio
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 SYSTEM_ROLES = ("system", "developer")
-RESULT_ROLES = ("tool", "function")
 
 # What compact itself writes into transcripts starts with one of these.
 PLACEHOLDER_PREFIX = "[compact:"

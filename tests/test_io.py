@@ -86,9 +86,9 @@ def test_skip_invalid_keeps_bad_lines_in_place_and_reports_them(tmp_path: Path) 
 
 
 def test_lines_split_across_read_blocks_keep_their_numbers_and_bytes(tmp_path: Path, monkeypatch) -> None:
-    import core.io.transcript as transcript_module
+    import core.io.rawinput as rawinput_module
 
-    monkeypatch.setattr(transcript_module, "READ_BLOCK", 64)
+    monkeypatch.setattr(rawinput_module, "READ_BLOCK", 64)
     source = tmp_path / "in.jsonl"
     lines = ['{"role":"system","content":"' + "s" * 150 + '"}', "", "   ", '{"role":"user","content":"u"}', "",
              '{"role":"assistant","content":"' + "a" * 90 + '"}', '{"role":"user","content":"last"}']

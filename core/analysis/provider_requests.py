@@ -54,7 +54,7 @@ def requests_for(decoded: Decoded, provider: str) -> list[WireRequest]:
 
 def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     """``messages`` as ``compact --to provider`` writes them, each item with its message's line."""
-    from core.formats.anthropic import render_traced
+    from core.formats.anthropic_render import render_traced
     from core.formats.openai_chat import to_chat
     from core.formats.responses import render_items
 

@@ -28,7 +28,6 @@ line (core.formats explains why). Anything else is read as a transcript.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
@@ -44,6 +43,7 @@ from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
 from core.formats.dataset import is_chat_conversation, is_conversation, is_sharegpt_conversation
 from core.io import jsonio
+from core.io.rawinput import iter_lines, numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
 
@@ -107,16 +107,6 @@ def _array_of_conversations(data: bytes) -> bool:
     if not isinstance(elements, list) or not elements or not all(is_conversation(e) for e in elements):
         return False
     return len(elements) > 1 or is_chat_conversation(elements[0])  # like a JSONL file of the same lines
-
-
-def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, line without its line end) of the non-blank lines; a leading BOM is dropped."""
-    for number, line in enumerate(lines, start=1):
-        if number == 1 and line.startswith(jsonio.UTF8_BOM):
-            line = line[len(jsonio.UTF8_BOM):]
-        line = line.rstrip(b"\r\n")
-        if line.strip():
-            yield number, line
 
 
 class DatasetCompactor:
@@ -251,32 +241,12 @@ def compact_dataset_lines(
     as one JSONL line.
     """
     seen = False
-    for number, raw in _numbered(lines, compactor.name):
+    for number, raw in numbered_lines(lines, compactor.name):
         seen = True
         yield compactor.line(number, raw)
         yield b"\n"
     if not seen:
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
-
-
-def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of the non-blank lines, or of the elements of a JSON array file."""
-    source = iter(lines)
-    head: list[bytes] = []
-    for line in source:
-        head.append(line)
-        text = line[len(jsonio.UTF8_BOM):] if len(head) == 1 and line.startswith(jsonio.UTF8_BOM) else line
-        if text.strip():
-            if text.lstrip()[:1] == b"[":
-                return _elements(b"".join([text, *source]), name)
-            break
-    return iter_lines(itertools.chain(head, source))
-
-
-def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
-    from core.formats import parse_array
-
-    return enumerate(parse_array(data, name).splitlines(), start=1)
 
 
 def compact_dataset_bytes(

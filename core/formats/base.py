@@ -16,25 +16,16 @@ without a key were added by compact (summaries, warnings, the graph).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from core.errors import InputError
 from core.io import jsonio
+from core.io.rawinput import Line  # one line of the input, as core.io.rawinput reads it
 from core.messages import Message
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One non-blank line of the input: its number, its JSON object (None when invalid) and its bytes."""
-
-    number: int
-    data: dict[str, Any] | None
-    source: bytes | memoryview
-
-    def to_bytes(self) -> bytes:
-        return bytes(self.source)
 
 
 @dataclass
@@ -108,21 +99,34 @@ def changed(before: Message, after: Message | None) -> bool:
     return after is None or (after.data is not before.data and after.data != before.data)
 
 
-def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
-    """Walk the input lines in order and say, for each, what compaction did to it."""
-    originals = decoded.messages
+def match(originals: Sequence[Message], result: Sequence[Message], place: str,
+          anchor: Callable[[Message], Any]) -> tuple[dict[int, Message], dict[Any, list[Message]], list[Message]]:
+    """What became of each decoded message, and where compact's additions go.
+
+    A result message is a decoded one's outcome when it has its key and the same
+    ``extra[place]``; any other was added by compact and goes before the next
+    outcome, grouped under ``anchor(decoded message)``. Returns (outcome by key,
+    additions by anchor, additions after the last outcome).
+    """
     outcome: dict[int, Message] = {}
-    inserted_before: dict[int | None, list[Message]] = {}
+    added_before: dict[Any, list[Message]] = {}
     waiting: list[Message] = []
     for message in result:
         key = message.extra.get("key") if message.extra else None
-        if key is None or key >= len(originals) or originals[key].extra.get("origin") != message.extra.get("origin"):
+        if key is None or key >= len(originals) or originals[key].extra.get(place) != message.extra.get(place):
             waiting.append(message)
             continue
         outcome[key] = message
         if waiting:
-            inserted_before.setdefault(message.extra["origin"][0], []).extend(waiting)
+            added_before.setdefault(anchor(originals[key]), []).extend(waiting)
             waiting = []
+    return outcome, added_before, waiting
+
+
+def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
+    """Walk the input lines in order and say, for each, what compaction did to it."""
+    originals = decoded.messages
+    outcome, inserted_before, waiting = match(originals, result, "origin", lambda before: before.extra["origin"][0])
     if waiting:
         inserted_before.setdefault(None, []).extend(waiting)
 
@@ -150,6 +154,42 @@ def plan(decoded: Decoded, result: Sequence[Message]) -> Iterator[Step]:
             yield Insert(message)
 
 
+Item = dict[str, Any] | bytes | memoryview  # one output line: a JSON object, or bytes written as they are
+
+
+def write_back(decoded: Decoded, result: Sequence[Message], *, rebuild: Callable[[Rebuild], Iterable[Item]],
+               insert: Callable[[Message, Callable[[], Any]], Iterable[Item]]) -> Iterator[Item]:
+    """Walk the write-back :func:`plan`: a kept line's own bytes, the codec's lines for a rebuilt line and for
+    an added message, nothing for a dropped line.
+
+    ``insert`` is given the added message and a function returning the timestamp of the line it lands
+    next to (:func:`neighbour_timestamp`), for the formats that stamp every line.
+    """
+    steps = list(plan(decoded, result))
+    for position, step in enumerate(steps):
+        if isinstance(step, Keep):
+            yield step.line.source
+        elif isinstance(step, Insert):
+            yield from insert(step.message, functools.partial(neighbour_timestamp, steps, position))
+        elif isinstance(step, Rebuild):
+            yield from rebuild(step)
+
+
+def now_stamp() -> str:
+    """An ISO-8601 UTC timestamp with milliseconds (``Date.toISOString``), as the agents write them."""
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def neighbour_timestamp(steps: Sequence[Step], position: int) -> Any:
+    """The timestamp of the line an added message is placed before (or, at the end, after)."""
+    for step in (*steps[position + 1:], *reversed(steps[:position])):
+        line = getattr(step, "line", None)
+        if line is not None and line.data is not None and "timestamp" in line.data:
+            return line.data["timestamp"]
+    return now_stamp()
+
+
 class Codec:
     """A transcript format. Subclasses set ``name`` and implement the four methods."""
 
@@ -164,6 +204,14 @@ class Codec:
     def evidence(self, data: dict[str, Any]) -> bool:
         """Does this line show the file is in this format (and not just compatible with it)?"""
         raise NotImplementedError
+
+    def read_input(self, path: str, name: str, raw: bytes | None, *, skip_invalid: bool,
+                   max_line_bytes: int) -> Decoded | None:
+        """The file read by the format's own reader, or None to read its lines and :meth:`decode` them.
+
+        ``raw`` is the input when it was buffered (stdin, a pipe, a JSON array), None for a regular file.
+        """
+        return None
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         """The canonical messages of the file, each made with :func:`origin_message`, in conversation order."""

@@ -41,7 +41,7 @@ import uuid as uuidlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats import anthropic
+from core.formats import anthropic, anthropic_render
 from core.formats.base import (
     Codec,
     Decoded,
@@ -136,7 +136,7 @@ class ClaudeCode(Codec):
         session = str(uuidlib.uuid5(_NAMESPACE, "session:" + str(len(messages))))
         envelope = {"isSidechain": False, "userType": "external", "cwd": ".", "sessionId": session, "version": "compact"}
         parent: str | None = None
-        ids = anthropic.CallIds(losses)
+        ids = anthropic_render.CallIds(losses)
         for position, message in enumerate(messages):
             data = ids.apply(message.data)
             message = Message(data, extra=message.extra)
@@ -146,9 +146,9 @@ class ClaudeCode(Codec):
             if role == "assistant":
                 line.update(type="assistant", message={
                     "id": f"msg_compact_{position}", "type": "message", "role": "assistant", "model": "<synthetic>",
-                    "content": anthropic.render_assistant(data, losses)})
+                    "content": anthropic_render.render_assistant(data, losses)})
             elif role == "tool":
-                line.update(type="user", message={"role": "user", "content": [anthropic.render_result(message, losses)]})
+                line.update(type="user", message={"role": "user", "content": [anthropic_render.render_result(message, losses)]})
             elif role in ("system", "developer"):
                 if not written_by_compact(message) and not anthropic.is_summary_text(data.get("content")):
                     losses.add("system messages (written as isMeta user text)")
@@ -158,7 +158,7 @@ class ClaudeCode(Codec):
             elif role == "user":
                 content = data.get("content")
                 line.update(type="user", message={"role": "user", "content": content if isinstance(content, str)
-                                                  else anthropic.sendable_blocks(content, losses)})
+                                                  else anthropic_render.sendable_blocks(content, losses)})
             else:
                 losses.add(f"{role or 'role-less'} messages")
                 continue
@@ -373,7 +373,7 @@ class _Writer:
                     return None
                 content = after.data.get("content")
                 if tool_calls(after.data) or not isinstance(content, str):
-                    content = anthropic.render_assistant(after.data)
+                    content = anthropic_render.render_assistant(after.data)
                 return {**data, "message": {**message, "content": content}}
             blocks = self._reply_blocks(before, after).get(step.line.number)
             if not blocks:

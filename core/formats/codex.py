@@ -36,24 +36,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from core.formats.base import (
     Codec,
     Decoded,
-    Drop,
-    Insert,
-    Keep,
+    Item,
     Line,
     Losses,
     Rebuild,
-    Step,
     changed,
     line_error,
+    now_stamp,
     origin_message,
-    plan,
+    write_back,
 )
+from core.formats.responses import CODEC as RESPONSES
 from core.formats.responses import ItemReader, accepts_item, knows_item, rebuilt_items, render_items
 from core.messages import Message, tool_calls
 
@@ -195,32 +193,26 @@ class Codex(Codec):
         _link_copies(messages, events)
         return messages
 
-    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
         if _legacy(decoded.lines):
-            yield from _encode_legacy(decoded, result)
+            yield from RESPONSES.encode(decoded, result)  # the 2025 layout writes back as bare items do
             return
-        steps = list(plan(decoded, result))
-        for position, step in enumerate(steps):
-            if isinstance(step, Keep):
-                yield step.line.to_bytes()
-            elif isinstance(step, Insert):
-                stamp = _neighbour_timestamp(steps, position)
-                for item in render_items(step.message.data, Losses()):
-                    yield {"timestamp": stamp, "type": "response_item", "payload": item}
-            elif isinstance(step, Rebuild):
-                yield from _rebuilt_line(step)
-            else:
-                assert isinstance(step, Drop)
+        yield from write_back(decoded, result, rebuild=_rebuilt_line,
+                              insert=lambda message, near: _envelopes(message, near()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
-        now = datetime.now(UTC)
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+        stamp = now_stamp()
         yield {"timestamp": stamp, "type": "session_meta",
                "payload": {"id": str(uuid.uuid4()), "timestamp": stamp, "cwd": "", "originator": "compact",
                            "cli_version": "", "instructions": None, "source": "cli"}}
         for message in messages:
-            for item in render_items(message.data, losses):
-                yield {"timestamp": stamp, "type": "response_item", "payload": item}
+            yield from _envelopes(message, stamp, losses)
+
+
+def _envelopes(message: Message, stamp: Any, losses: Losses | None = None) -> Iterator[dict[str, Any]]:
+    """A message's Responses items, each in a rollout line stamped ``stamp``."""
+    for item in render_items(message.data, Losses() if losses is None else losses):
+        yield {"timestamp": stamp, "type": "response_item", "payload": item}
 
 
 # --- the 2025 layout -----------------------------------------------------------------------------
@@ -248,19 +240,6 @@ def _decode_legacy(lines: list[Line], path: str) -> list[Message]:
     return reader.finish()
 
 
-def _encode_legacy(decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
-    for step in plan(decoded, result):
-        if isinstance(step, Keep):
-            yield step.line.to_bytes()
-        elif isinstance(step, Insert):
-            yield from render_items(step.message.data, Losses())
-        elif isinstance(step, Rebuild):
-            assert step.line.data is not None
-            for before, after in step.pieces:
-                items = rebuilt_items(step.line.number, step.line.data, before, after)
-                yield from [step.line.to_bytes()] if items is None else items
-
-
 def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:
     line, data = step.line, step.line.data
     assert data is not None
@@ -285,16 +264,6 @@ def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:
             else:
                 for item in items:
                     yield {**data, "payload": item}
-
-
-def _neighbour_timestamp(steps: list[Step], position: int) -> Any:
-    """The timestamp of the line an added message is placed before (or, at the end, after)."""
-    for step in (*steps[position + 1:], *reversed(steps[:position])):
-        line = getattr(step, "line", None)
-        if line is not None and line.data is not None and "timestamp" in line.data:
-            return line.data["timestamp"]
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 CODEC = Codex()

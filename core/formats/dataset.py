@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.formats.base import Codec
+from core.formats.base import Codec, Decoded
+from core.io import rawinput
 
 NAME = "dataset"
 
@@ -42,6 +43,15 @@ class Dataset(Codec):
 
     def evidence(self, data: dict[str, Any]) -> bool:
         return True
+
+    def read_input(self, path: str, name: str, raw: bytes | None, *, skip_invalid: bool,
+                   max_line_bytes: int) -> Decoded:
+        return read_dataset(name, rawinput.whole(path, raw))
+
+
+def read_dataset(name: str, raw: bytes) -> Decoded:
+    """A dataset's lines, unread: core.batch.dataset_run compacts each line's conversation and checks the lines."""
+    return Decoded(name, NAME, rawinput.split_lines(raw, skip_invalid=True, path=name), [], [])
 
 
 CODEC = Dataset()

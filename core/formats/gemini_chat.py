@@ -38,13 +38,12 @@ from typing import Any
 
 import orjson
 
-from core.formats.base import Codec, Decoded, Line, Losses, changed, line_error
+from core.formats.base import Codec, Decoded, Line, Losses, changed, line_error, match, now_stamp
 from core.formats.gemini_stream import (
     arguments_of,
     call_name,
     call_of,
     not_carried,
-    now_stamp,
     plain_text,
     user_role,
 )
@@ -288,18 +287,7 @@ class GeminiChat(Codec):
         document = line.data
         assert document is not None
         originals = decoded.messages
-        outcome: dict[int, Message] = {}
-        added_before: dict[int, list[Message]] = {}
-        waiting: list[Message] = []
-        for message in result:
-            key = message.extra.get("key") if message.extra else None
-            if key is None or key >= len(originals) or originals[key].extra.get("slot") != message.extra.get("slot"):
-                waiting.append(message)
-                continue
-            outcome[key] = message
-            if waiting:
-                added_before.setdefault(originals[key].extra["record"], []).extend(waiting)
-                waiting = []
+        outcome, added_before, waiting = match(originals, result, "slot", lambda before: before.extra["record"])
         if not added_before and not waiting and not any(
                 changed(before, outcome.get(key)) for key, before in enumerate(originals)):
             yield line.to_bytes()

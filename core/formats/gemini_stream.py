@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -45,16 +44,14 @@ from core.formats.anthropic import COMPACT_PREFIXES
 from core.formats.base import (
     Codec,
     Decoded,
-    Drop,
-    Insert,
-    Keep,
+    Item,
     Line,
     Losses,
     Rebuild,
-    Step,
     line_error,
+    now_stamp,
     origin_message,
-    plan,
+    write_back,
 )
 from core.messages import Message, iter_text_parts, result_ids, tool_calls
 
@@ -64,12 +61,6 @@ FOREIGN_KEYS = frozenset({"payload", "uuid", "parentUuid", "sessionId", "call_id
 
 
 # --- shared with the saved chat (core.formats.gemini_chat) ---------------------------------------
-
-def now_stamp() -> str:
-    """An ISO-8601 UTC timestamp with milliseconds, as gemini-cli writes them (``Date.toISOString``)."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
 
 def user_role(text: str) -> str:
     """User text compact wrote reads as a system message; everything else typed is a user message."""
@@ -228,19 +219,9 @@ class GeminiStream(Codec):
             reader.add(line, data)
         return reader.finish()
 
-    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
-        steps = list(plan(decoded, result))
-        for position, step in enumerate(steps):
-            if isinstance(step, Keep):
-                yield step.line.to_bytes()
-            elif isinstance(step, Insert):
-                stamp = _neighbour_timestamp(steps, position)
-                for data in render_message(step.message, Losses()):
-                    yield {"type": data["type"], "timestamp": stamp, **{k: v for k, v in data.items() if k != "type"}}
-            elif isinstance(step, Rebuild):
-                yield from _rebuilt(step)
-            else:
-                assert isinstance(step, Drop)
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
+        yield from write_back(decoded, result, rebuild=_rebuilt, insert=lambda message, near: _stamped_events(
+            render_message(message, Losses()), near()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         stamp = now_stamp()
@@ -251,9 +232,18 @@ class GeminiStream(Codec):
             if events and in_reply and _of_reply(events[0]):
                 losses.add("assistant messages in a row (a stream reads them back as one reply)")
             for data in events:
-                yield {"type": data["type"], "timestamp": stamp, **{k: v for k, v in data.items() if k != "type"}}
+                yield _stamped(data, stamp)
             if events:
                 in_reply = _of_reply(events[-1])
+
+
+def _stamped_events(events: list[dict[str, Any]], stamp: Any) -> list[dict[str, Any]]:
+    return [_stamped(event, stamp) for event in events]
+
+
+def _stamped(event: dict[str, Any], stamp: Any) -> dict[str, Any]:
+    """An event with its timestamp after its type, as gemini-cli writes them."""
+    return {"type": event["type"], "timestamp": stamp, **{k: v for k, v in event.items() if k != "type"}}
 
 
 def _of_reply(event: dict[str, Any]) -> bool:
@@ -326,15 +316,6 @@ def _with_result(data: dict[str, Any], text: str) -> dict[str, Any]:
     if "output" not in data and isinstance(error, dict):
         return {**data, "error": {**error, "message": text}}
     return {**data, "output": text}
-
-
-def _neighbour_timestamp(steps: list[Step], position: int) -> Any:
-    """The timestamp of the line an added message is placed before (or, at the end, after)."""
-    for step in (*steps[position + 1:], *reversed(steps[:position])):
-        line = getattr(step, "line", None)
-        if line is not None and line.data is not None and "timestamp" in line.data:
-            return line.data["timestamp"]
-    return now_stamp()
 
 
 CODEC = GeminiStream()

@@ -1,16 +1,20 @@
 """OpenAI Chat Completions messages, one per line: the canonical format (SPEC §2).
 
-Reading and writing go through :mod:`core.io.transcript` (the fast path that
-copies untouched lines back from the file); this codec detects the format and
+The file is read by :mod:`core.io.transcript`, which keeps each message's
+line bytes (or where they are in the file) so an untouched message is copied
+back as it was; this codec detects the format, writes the result back, and
 renders other formats' messages as chat messages for ``--to openai``.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats.base import Codec, Decoded, Losses
+from core.formats.base import Codec, Decoded, Line, Losses
+from core.io.rawinput import STDIN
+from core.io.transcript import check_message, read_transcript
 from core.messages import ROLES, Message
 
 # Content blocks only Anthropic writes; a line holding one is not OpenAI chat.
@@ -43,8 +47,20 @@ class OpenAIChat(Codec):
             or "function_call" in data or data.get("role") in ("tool", "function", "developer")
         )
 
-    def decode(self, lines: Any, path: str) -> list[Message]:  # pragma: no cover - read by core.io.transcript
-        raise NotImplementedError("OpenAI chat is read by core.io.transcript")
+    def read_input(self, path: str, name: str, raw: bytes | None, *, skip_invalid: bool,
+                   max_line_bytes: int) -> Decoded:
+        transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid,
+                                     stdin=None if raw is None else io.BytesIO(raw), max_line_bytes=max_line_bytes)
+        return Decoded(name, self.name, [], transcript.messages, transcript.skipped_lines)
+
+    def decode(self, lines: list[Line], path: str) -> list[Message]:
+        """Each valid line is a message as it stands (read_input reads a whole file the same way)."""
+        messages = []
+        for line in lines:
+            if line.data is not None:
+                check_message(line.data, path, line.number)
+                messages.append(Message(data=line.data, line=line.number, source=line.source))
+        return messages
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes | memoryview]:
         for message in result:

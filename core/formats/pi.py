@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -72,6 +71,7 @@ from core.formats.base import (
     origin_message,
     plan,
 )
+from core.formats.pi_tree import EPOCH, IdMaker, Out, Tree, context, keep_leaf_last, relink, uuid_of
 from core.io import jsonio
 from core.messages import Message, is_summary
 
@@ -84,7 +84,6 @@ MESSAGE_ROLES = frozenset({"user", "assistant", "toolResult", "bashExecution", "
 COMPACT_TYPE = "compact"  # customType of the custom_message entries compact writes
 SYSTEM_TYPES = (COMPACT_TYPE, "system")
 REMOVED_SUMMARY = "[compact: summary removed]"
-EPOCH = "1970-01-01T00:00:00.000Z"
 # Parts of other formats pi has no block for (dropped on conversion, counted in the losses).
 _FOREIGN = frozenset({"redacted_thinking", "reasoning", "refusal", "document", "image_url", "image", "input_image",
                       "tool_use", "tool_result", "file", "input_audio"})
@@ -114,33 +113,33 @@ class PiSession(Codec):
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         messages = []
-        for line in _context(_Tree.of(lines)):
+        for line in context(Tree.of(lines)):
             message = _decode_entry(line, path)
             if message is not None:
                 messages.append(message)
         return messages
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
-        tree = _Tree.of(decoded.lines)
-        out: list[_Out] = []
+        tree = Tree.of(decoded.lines)
+        out: list[Out] = []
         dropped: dict[str, Any] = {}
         for step in plan(decoded, result):
             if isinstance(step, Keep):
-                out.append(_Out(step.line, step.line.data))
+                out.append(Out(step.line, step.line.data))
             elif isinstance(step, Drop):
                 data = step.line.data or {}
                 if data.get("type") == "compaction":  # it also hides what it summarized: it stays
-                    out.append(_Out(step.line, {**data, "summary": REMOVED_SUMMARY}, changed=True))
+                    out.append(Out(step.line, {**data, "summary": REMOVED_SUMMARY}, changed=True))
                 elif isinstance(data.get("id"), str):
                     dropped[data["id"]] = data.get("parentId")
             elif isinstance(step, Rebuild):
                 before, after = step.pieces[0]
                 assert after is not None  # one message per entry: all removed is a Drop
-                out.append(_Out(step.line, _rebuild_entry(step.line.data or {}, before, after), changed=True))
+                out.append(Out(step.line, _rebuild_entry(step.line.data or {}, before, after), changed=True))
             elif isinstance(step, Insert):
-                out.append(_Out(None, _inserted_entry(step.message), changed=True, inserted=True))
-        _relink(out, dropped, tree)
-        _keep_leaf_last(out, dropped, tree)
+                out.append(Out(None, _inserted_entry(step.message), changed=True, inserted=True))
+        relink(out, dropped, tree)
+        keep_leaf_last(out, dropped, tree)
         for item in out:
             if item.changed and item.data is not None:
                 yield item.data
@@ -148,9 +147,9 @@ class PiSession(Codec):
                 yield item.line.to_bytes()
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
-        ids = _IdMaker(set())
+        ids = IdMaker(set())
         session = hashlib.sha256(b"".join(jsonio.dumps(m.data) for m in messages)).hexdigest()
-        yield {"type": "session", "version": 3, "id": _uuid(session), "timestamp": EPOCH, "cwd": ""}
+        yield {"type": "session", "version": 3, "id": uuid_of(session), "timestamp": EPOCH, "cwd": ""}
         names: dict[str, str] = {}
         own = [ids.make(f"{n}") for n in range(len(messages))]
         entries: list[dict[str, Any] | None] = []
@@ -172,193 +171,6 @@ class PiSession(Codec):
             kind = entry.pop("type")
             yield {"type": kind, "id": own[position], "parentId": parent, "timestamp": EPOCH, **entry}
             parent = own[position]
-
-
-# -- the tree -------------------------------------------------------------------------------
-
-
-@dataclass
-class _Tree:
-    """The entries of a session: by id, and the path from the root to the leaf (pi's conversation)."""
-
-    by_id: dict[str, Line]
-    path: list[Line]
-    linear: bool
-
-    @classmethod
-    def of(cls, lines: list[Line]) -> _Tree:
-        entries = [line for line in lines if line.data is not None and line.data.get("type") != "session"]
-        by_id: dict[str, Line] = {}
-        for line in entries:
-            entry_id = line.data.get("id")  # type: ignore[union-attr]
-            if isinstance(entry_id, str):
-                by_id.setdefault(entry_id, line)
-        if not by_id or not entries:
-            return cls(by_id, entries, linear=True)  # version 1: no ids, one linear conversation
-        path: list[Line] = []
-        seen: set[int] = set()
-        before = _valid_before(lines)
-        current: Line | None = entries[-1]  # pi resumes at the last entry of the file
-        while current is not None and current.number not in seen:
-            seen.add(current.number)
-            path.append(current)
-            parent = current.data.get("parentId")  # type: ignore[union-attr]
-            if isinstance(parent, str) and parent not in by_id and current.number in before:
-                # The parent is a line kept invalid (--skip-invalid): pi appends entries in order,
-                # so go on from the entry before it rather than cut the conversation (and the
-                # calls before it from their results after it) in two.
-                current = before[current.number]
-                continue
-            current = by_id.get(parent) if isinstance(parent, str) else None
-        path.reverse()
-        return cls(by_id, path, linear=False)
-
-
-def _valid_before(lines: list[Line]) -> dict[int, Line]:
-    """For each entry right after invalid lines: the last valid entry before them."""
-    bridges: dict[int, Line] = {}
-    last_valid: Line | None = None
-    after_invalid = False
-    for line in lines:
-        if line.data is None:
-            after_invalid = True
-            continue
-        if after_invalid and last_valid is not None:
-            bridges[line.number] = last_valid
-        after_invalid = False
-        if line.data.get("type") != "session":
-            last_valid = line
-    return bridges
-
-
-def _context(tree: _Tree) -> list[Line]:
-    """The entries pi sends, in its order: the latest compaction's summary, the entries it kept, the rest."""
-    path = tree.path
-    at = next((i for i in range(len(path) - 1, -1, -1) if path[i].data.get("type") == "compaction"), None)  # type: ignore[union-attr]
-    if at is None:
-        return path
-    compaction = path[at].data or {}
-    first = compaction.get("firstKeptEntryId")
-    kept: list[Line] = []
-    if tree.linear and isinstance(compaction.get("firstKeptEntryIndex"), int):
-        kept = path[max(0, compaction["firstKeptEntryIndex"] - 1):at]  # version 1 counted the header
-    else:
-        found = False
-        for line in path[:at]:
-            found = found or (line.data or {}).get("id") == first
-            if found:
-                kept.append(line)
-    return [path[at], *kept, *path[at + 1:]]
-
-
-@dataclass
-class _Out:
-    line: Line | None
-    data: dict[str, Any] | None
-    changed: bool = False
-    inserted: bool = False
-
-    def set(self, key: str, value: Any) -> None:
-        if not self.changed:
-            self.data = dict(self.data or {})
-            self.changed = True
-        self.data[key] = value  # type: ignore[index]
-
-
-def _relink(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
-    """Point every link at a removed entry to its nearest surviving ancestor; link inserted entries in."""
-    def survivor(entry_id: Any) -> Any:
-        seen = set()
-        while entry_id in dropped and entry_id not in seen:
-            seen.add(entry_id)
-            entry_id = dropped[entry_id]
-        return entry_id
-
-    order = {(line.data or {}).get("id"): i for i, line in enumerate(tree.path)}
-    for item in out:
-        if item.inserted or item.data is None:
-            continue
-        for key in ("parentId", "targetId", "fromId"):
-            if item.data.get(key) in dropped:
-                item.set(key, survivor(item.data[key]))
-        first = item.data.get("firstKeptEntryId")
-        if item.data.get("type") == "compaction" and first in dropped:
-            item.set("firstKeptEntryId", _next_kept(tree, order, first, item.data.get("id"), dropped))
-    if tree.linear:
-        return
-    on_path = {i for i in order if i is not None and i not in dropped}
-    tail = next((i for i in reversed(list(order)) if i in on_path), None)
-    ids = _IdMaker(set(tree.by_id))
-    start = 0
-    while start < len(out):
-        if not out[start].inserted:
-            start += 1
-            continue
-        stop = start
-        while stop < len(out) and out[stop].inserted:
-            stop += 1
-        group = out[start:stop]
-        anchor = next((o for o in out[stop:] if not o.inserted and (o.data or {}).get("id") in on_path), None)
-        parent = anchor.data.get("parentId") if anchor is not None else tail  # type: ignore[union-attr]
-        for item in group:
-            item.data["id"] = ids.make(jsonio.dumps(item.data).decode())  # type: ignore[index]
-            item.data["parentId"] = parent  # type: ignore[index]
-            parent = item.data["id"]  # type: ignore[index]
-        if anchor is not None:
-            anchor.set("parentId", parent)
-        else:
-            tail = parent
-        neighbour = next((o for o in reversed(out[:start]) if (o.data or {}).get("timestamp")), None)
-        for item in group:
-            item.data["timestamp"] = neighbour.data["timestamp"] if neighbour else EPOCH  # type: ignore[index, union-attr]
-        start = stop
-
-
-def _keep_leaf_last(out: list[_Out], dropped: dict[str, Any], tree: _Tree) -> None:
-    """pi resumes at the file's last entry: when the old leaf went, the branch's new leaf is moved last.
-
-    Otherwise an entry of an abandoned branch written after it would become the
-    leaf, and pi would resume on that branch.
-    """
-    if tree.linear or not dropped:
-        return
-    on_path = {(line.data or {}).get("id") for line in tree.path} - set(dropped)
-    entries = [i for i, o in enumerate(out) if o.data is not None and o.data.get("type") != "session"]
-    leaf = next((i for i in reversed(entries) if out[i].inserted or out[i].data.get("id") in on_path), None)  # type: ignore[union-attr]
-    if leaf is not None and entries and leaf != entries[-1]:
-        out.append(out.pop(leaf))
-
-
-def _next_kept(tree: _Tree, order: dict[Any, int], first: str, compaction_id: Any, dropped: dict[str, Any]) -> Any:
-    """The first surviving entry from ``first`` up to the compaction (the compaction itself when none is left)."""
-    begin, end = order.get(first), order.get(compaction_id)
-    if begin is None or end is None:
-        return compaction_id
-    for line in tree.path[begin:end]:
-        entry_id = (line.data or {}).get("id")
-        if entry_id not in dropped:
-            return entry_id
-    return compaction_id
-
-
-class _IdMaker:
-    """pi's 8-hex-digit entry ids, made from a seed (the same input gives the same ids), never one in use."""
-
-    def __init__(self, used: set[str]) -> None:
-        self.used = used
-
-    def make(self, seed: str) -> str:
-        counter = 0
-        while True:
-            candidate = hashlib.sha256(f"{seed}\0{counter}".encode()).hexdigest()[:8]
-            if candidate not in self.used:
-                self.used.add(candidate)
-                return candidate
-            counter += 1
-
-
-def _uuid(digest: str) -> str:
-    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 # -- reading entries ------------------------------------------------------------------------

@@ -41,14 +41,13 @@ from core.errors import InputError
 from core.formats.base import (
     Codec,
     Decoded,
-    Insert,
-    Keep,
+    Item,
     Line,
     Losses,
     Rebuild,
     line_error,
     origin_message,
-    plan,
+    write_back,
 )
 from core.io import jsonio
 from core.messages import Message
@@ -84,20 +83,13 @@ class ShareGPT(Codec):
                 messages.append(message)
         return messages
 
-    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[dict[str, Any] | bytes]:
+    def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
         conversations = _conversation_lines(decoded.lines, decoded.path)
         if conversations:
             yield from _encode_conversation(decoded, result, conversations[0])
             return
-        for step in plan(decoded, result):
-            if isinstance(step, Keep):
-                yield step.line.to_bytes()
-            elif isinstance(step, Rebuild):
-                after = step.pieces[0][1]
-                if after is not None:
-                    yield _turn_out(step.line.data or {}, after.data)
-            elif isinstance(step, Insert):
-                yield from render_turns(step.message.data, Losses())
+        yield from write_back(decoded, result, rebuild=_rebuilt_turn,
+                              insert=lambda message, _: render_turns(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         turns = [turn for message in messages for turn in render_turns(message.data, losses)]
@@ -232,6 +224,11 @@ def _conversation_out(data: dict[str, Any], originals: list[Message], result: Se
         new.pop("system", None)
     new["conversations"] = new_turns
     return new
+
+
+def _rebuilt_turn(step: Rebuild) -> list[dict[str, Any]]:
+    after = step.pieces[0][1]
+    return [] if after is None else [_turn_out(step.line.data or {}, after.data)]
 
 
 def _turn_out(turn: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
