@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from core.graph import GraphCaps
 
 graph_app = typer.Typer(
-    help="Check, merge, import and render working-graph snapshots (JSON; the README's \"The working graph\" section).",
+    help="Check, merge, import and render working-graph snapshots (JSON; see docs/graph.md).",
     no_args_is_help=True,
 )
 

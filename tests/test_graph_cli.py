@@ -401,8 +401,8 @@ def test_the_pre_commit_hook_file_parses_and_its_entry_is_a_real_command(work: P
     # pre-commit appends the staged file names: the entry passes a valid one and fails an invalid one.
     assert run(*command[1:], "valid.json").exit_code == 0
     assert run(*command[1:], "valid.json", "invalid.json").exit_code == 1
-    # The local hook the README shows runs the same entry on the same files.
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    # The local hook the docs show runs the same entry on the same files.
+    readme = (root / "docs" / "graph.md").read_text(encoding="utf-8")
     snippet = re.search(r"```yaml\n(repos:\n.*?)```", readme, re.DOTALL)
     assert snippet is not None
     local = yaml.safe_load(snippet.group(1))["repos"][0]["hooks"][0]

@@ -34,6 +34,8 @@ FULL = "full"
 UNLIMITED = "unlimited"
 MODES = (BUDGET, FULL, UNLIMITED)
 
+# A step after the strategies: acts on the workspace, appends its action to the report's list.
+ClosingStep = Callable[[Workspace, list[dict[str, Any]]], None]
 # Renders the working graph into the compacted messages; returns them and the graph summary.
 GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[str, Any]]]
 
@@ -116,12 +118,8 @@ def compact(
     passes = 0
     if mode == FULL or triggered:
         passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
-        if mode == BUDGET and not config.seed_semantics:
-            _guarded(_clamp_pinned, workspace, actions, errors)
-        if turn_boundary or not config.seed_semantics:
-            _guarded(_open_at_turn_boundary, workspace, actions, errors)
-        if mode == BUDGET and not config.seed_semantics:
-            _guarded(_give_back, workspace, actions, errors)
+        for step in _closing_steps(config, mode, turn_boundary):
+            _guarded(step, workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -196,7 +194,22 @@ def _task_pin_tokens(budget: Budget) -> int | None:
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
-def _guarded(step: Callable[[Workspace, list[dict[str, Any]]], None], workspace: Workspace,
+def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool) -> list[ClosingStep]:
+    """What runs after the strategies: the last resort for pins over the budget, the turn boundary,
+    and giving back what later steps made room for (the seed preset has only the boundary, and only
+    where the provider needs it)."""
+    default = not config.seed_semantics
+    steps: list[ClosingStep] = []
+    if mode == BUDGET and default:
+        steps.append(_clamp_pinned)
+    if turn_boundary or default:
+        steps.append(_open_at_turn_boundary)
+    if mode == BUDGET and default:
+        steps.append(_give_back)
+    return steps
+
+
+def _guarded(step: ClosingStep, workspace: Workspace,
              actions: list[dict[str, Any]], errors: list[str]) -> None:
     """A closing step that fails (a store refusing the write) is rolled back and recorded, like a strategy."""
     try:
