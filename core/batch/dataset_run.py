@@ -46,10 +46,10 @@ from core.formats.dataset import is_chat_conversation, is_conversation, is_share
 from core.io import jsonio
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
+from core.report import ConversationRow, DatasetReport, EncoderReport
 
 DATASET = "dataset"
 TRANSCRIPT = "transcript"
-DATASET_REPORT_VERSION = 1
 
 
 def looks_like_dataset(line: bytes | str) -> bool:
@@ -146,7 +146,7 @@ class DatasetCompactor:
         self.repair = repair
         self.skip_invalid = skip_invalid
         self.seams = seams
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[ConversationRow] = []
         self.skipped_lines: list[dict[str, Any]] = []
 
     def line(self, number: int, raw: bytes) -> bytes:
@@ -165,7 +165,7 @@ class DatasetCompactor:
             self.skipped_lines.append({"line": number, "error": exc.what})
             return raw
         if not messages:
-            self.rows.append(_row(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
+            self.rows.append(ConversationRow(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
             return raw
         result = compact(
             messages, self.config, self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
@@ -177,7 +177,7 @@ class DatasetCompactor:
         changed = not (
             report.prompt_cache["prefix_messages"] == len(messages) == len(result.messages)
         )
-        self.rows.append(_row(
+        self.rows.append(ConversationRow(
             number,
             report.before.messages, report.after.messages,
             report.before.tokens, report.after.tokens,
@@ -215,30 +215,9 @@ class DatasetCompactor:
             messages.append(Message(data=data, line=index))
         return messages
 
-    def report(self) -> dict[str, Any]:
-        rows = self.rows
-        strategies: dict[str, int] = {}
-        for row in rows:
-            for name in row["strategies"]:
-                strategies[name] = strategies.get(name, 0) + 1
-        return {
-            "version": DATASET_REPORT_VERSION,
-            "kind": DATASET,
-            "input": self.name,
-            "mode": self.mode,
-            "encoder": {"requested": self.encoder.requested, "encoding": self.encoder.encoding,
-                        "backend": self.encoder.backend, "fallback": self.encoder.fallback_reason},
-            "conversations": len(rows),
-            "changed": sum(1 for r in rows if r["changed"]),
-            "over_budget": sum(1 for r in rows if r["over_budget"]),
-            "before": {"messages": sum(r["messages_before"] for r in rows),
-                       "tokens": sum(r["tokens_before"] for r in rows)},
-            "after": {"messages": sum(r["messages_after"] for r in rows),
-                      "tokens": sum(r["tokens_after"] for r in rows)},
-            "strategies": strategies,
-            "skipped_lines": list(self.skipped_lines),
-            "rows": list(rows),
-        }
+    def report(self) -> DatasetReport:
+        return DatasetReport(self.name, self.mode, EncoderReport.of(self.encoder), list(self.rows),
+                             list(self.skipped_lines))
 
 
 def compact_dataset_lines(
@@ -279,23 +258,14 @@ def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
     return enumerate(parse_array(data, name).splitlines(), start=1)
 
 
-def compact_dataset_bytes(
-    data: bytes,
-    name: str,
-    config: MemoryConfig,
-    *,
-    counter: MessageCounter,
-    encoder: EncoderChoice,
-    mode: str = BUDGET,
-    repair: bool = False,
-    skip_invalid: bool = False,
-    seams: Seams | None = None,
-) -> tuple[bytes, dict[str, Any]]:
-    """Compact every conversation of a dataset held in memory: (output bytes, dataset report)."""
-    compactor = DatasetCompactor(name, config, counter=counter, encoder=encoder, mode=mode, repair=repair,
-                                 skip_invalid=skip_invalid, seams=seams)
+def compact_dataset_bytes(data: bytes, name: str, config: MemoryConfig, **options: Any) -> tuple[bytes, dict[str, Any]]:
+    """Compact every conversation of a dataset held in memory: (output bytes, the dataset report as JSON data).
+
+    ``options`` are :class:`DatasetCompactor`'s (counter, encoder, mode, repair, skip_invalid, seams).
+    """
+    compactor = DatasetCompactor(name, config, **options)
     output = b"".join(compact_dataset_lines(data.splitlines(keepends=True), compactor))
-    return output, compactor.report()
+    return output, compactor.report().to_dict()
 
 
 def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
@@ -317,19 +287,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object without a messages or conversations list" if "role" not in value else "a single message"
     return jsonio.kind_name(value) or "null"
-
-
-def _row(
-    line: int, messages_before: int, messages_after: int, tokens_before: int, tokens_after: int, *,
-    changed: bool, over_budget: bool, strategies: list[str],
-) -> dict[str, Any]:
-    return {
-        "line": line,
-        "messages_before": messages_before,
-        "messages_after": messages_after,
-        "tokens_before": tokens_before,
-        "tokens_after": tokens_after,
-        "changed": changed,
-        "over_budget": over_budget,
-        "strategies": strategies,
-    }
