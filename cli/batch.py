@@ -22,8 +22,8 @@ out) or a glob; conversation-per-line datasets ({..., "messages": [...]} on each
 line) are detected and compacted conversation by conversation. Outputs keep
 their paths relative to the inputs' common root. A rerun skips inputs whose
 output is up to date for the same settings (hashes in .NAME.compact.json beside
-each output) unless --force. Takes the options of `compact FILE` but -o,
---in-place and --dry-run (--from, --to, --check-for, --graph... apply to each input).
+each output) unless --force. Takes the options of `compact FILE` but -o and
+--in-place (--from, --to, --check-for, --graph... apply to each input).
 Example: `compact batch logs/ --out compacted/ --max-tokens 8000 --report batch.json`.
 Exit codes: 0 every input done or up to date; 1 some input failed (the others
 were done); 2 bad usage; 130 interrupted (finished outputs are whole: rerun to resume).
@@ -44,6 +44,7 @@ ReportOpt = Annotated[str | None, typer.Option("--report", help="Write the batch
 TableOpt = Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).")]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows of the table (default 20; 0 shows all); the report always has every row.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write no output and no sidecar; the table and report say what a run would do.")]
 
 
 @takes
@@ -59,6 +60,7 @@ def batch(
     table: TableOpt = True,
     top: TopOpt = 20,
     quiet: QuietOpt = False,
+    dry_run: DryRunOpt = False,
     *,
     settings: SettingsFlags,
     flags: RunFlags,
@@ -69,7 +71,7 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
-    options = flags.options()
+    options = flags.options(dry_run=dry_run)
     config = settings.build()
     _check_encoder(config)
     tasks = plan_batch(inputs, str(out), config, options, force=force)
@@ -86,11 +88,12 @@ def batch(
     from cli.output import write_json
 
     write_json(document.to_dict(), report)
-    flags.save_graph(options)
+    if not dry_run:
+        flags.save_graph(options)
     if table and not quiet:
         from rich.console import Console
 
-        print_batch(document, Console(stderr=report == "-"), top=top)
+        print_batch(document, Console(stderr=report == "-"), top=top, dry_run=dry_run)
     totals = document.totals
     if totals.failed:
         stopped = f"; --fail-fast stopped the run, {totals.not_run:,} not run" if totals.not_run else ""
@@ -167,13 +170,15 @@ def _saved(before: int, after: int) -> str:
     return f"{(before - after) / before:.0%}" if before else "–"
 
 
-def print_batch(document: Any, console: Any, *, top: int = 20) -> None:
+def print_batch(document: Any, console: Any, *, top: int = 20, dry_run: bool = False) -> None:
     """The rows (up to ``top``), the totals and the first failures of a BatchReport, as rich tables."""
     from rich.table import Table
     from rich.text import Text
 
     rows = document.rows
     console.print(Text(f"compact batch · {document.totals.inputs:,} input(s) → {document.out}", style="bold"))
+    if dry_run:
+        console.print(Text("dry run: nothing written; the statuses say what a run would do"))
     shown = rows if top == 0 else rows[:top]
     if shown:
         grid = Table(show_edge=False, pad_edge=False)

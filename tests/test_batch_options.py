@@ -1,4 +1,4 @@
-"""`compact batch` takes the options of `compact FILE` (but -o, --in-place, --dry-run): each input's output is the one
+"""`compact batch` takes the options of `compact FILE` (but -o and --in-place): each input's output is the one
 `compact FILE` writes with the same option, because both go through core.api.compact_source."""
 
 from __future__ import annotations
@@ -160,4 +160,23 @@ def test_batch_offers_every_option_of_compact_file_but_the_single_output_ones() 
     run = {opt for param in commands["run"].params for opt in param.opts}
     batch_options = {opt for param in commands["batch"].params for opt in param.opts}
     assert len(run) > 40
-    assert run - batch_options == {"--in-place", "--dry-run", "--output", "file"}  # (file: run's FILE argument)
+    assert run - batch_options == {"--in-place", "--output", "file"}  # (file: run's FILE argument)
+
+
+def test_dry_run_writes_nothing_and_its_rows_are_those_of_the_real_run(inputs: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = tmp_path / "store.sqlite"
+    args = [str(inputs), "--out", str(out), "--max-tokens", "3000", "--preset", "seed", "--store", str(store)]
+    result, dry = batch(*args, "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert not out.exists() and not store.exists(), "no output, no sidecar, no store"
+    alone = invoke(str(inputs / "session.jsonl"), "--max-tokens", "3000", "--preset", "seed", "--store", str(store),
+                   "--dry-run", "--report", "-")
+    plan = json.loads(alone.stdout)
+    row = dry["rows"][0]
+    assert row["status"] == "compacted"
+    assert (row["tokens_before"], row["tokens_after"]) == (plan["before"]["tokens"], plan["after"]["tokens"])
+
+    _, real = batch(*args)
+    for key in ("status", "messages_before", "messages_after", "tokens_before", "tokens_after", "strategies"):
+        assert real["rows"][0][key] == row[key], key

@@ -235,6 +235,9 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
         row = _up_to_date(task, input_hash, started)
         if row is not None:
             return row
+    if task.options.dry_run:  # what a run would do: nothing written (the store a throwaway copy)
+        result = compact_source(task.input, config_from_dict(task.config), task.options)
+        return dataclasses.replace(_row_of(task, result), seconds=round(time.perf_counter() - started, 4))
     os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
 
     def write(chunks: Iterable[bytes | memoryview]) -> None:
