@@ -26,7 +26,8 @@ each output) unless --force. Takes the options of `compact FILE` but -o and
 --in-place (--from, --to, --check-for, --graph... apply to each input).
 Example: `compact batch logs/ --out compacted/ --max-tokens 8000 --report batch.json`.
 Exit codes: 0 every input done or up to date; 1 some input failed (the others
-were done); 2 bad usage; 130 interrupted (finished outputs are whole: rerun to resume).
+were done); 2 bad usage; 3 an input still over budget with --strict;
+130 interrupted (finished outputs are whole: rerun to resume).
 """
 
 ENGINES = ("pool", "ray")
