@@ -189,7 +189,7 @@ Write = Callable[[Iterable[bytes | memoryview]], None]
 def compact_source(
     source: str,
     config: MemoryConfig,
-    options: RunOptions = RunOptions(),  # frozen: one shared default is safe
+    options: RunOptions | None = None,
     *,
     write: Write | None = None,
     seams: Seams | None = None,
@@ -202,6 +202,7 @@ def compact_source(
     ``write``, the output is handed to it here (a dataset in a regular file is then streamed, one
     conversation in memory at a time); otherwise the caller writes ``result.chunks()``.
     """
+    options = options or RunOptions()
     memo = _memo(source, config, options) if seams is None and write is None else None
     if isinstance(memo, CompactionResult):
         return memo
