@@ -16,20 +16,21 @@ With ``skip_invalid`` a line that is not a valid conversation (malformed
 JSON, or any invalid message in it) is kept verbatim and listed in
 ``skipped_lines``; otherwise it is an error naming the line and the message.
 
-Detection (:func:`sniff_file`, used by ``compact batch``): a first non-blank
-line with a list ``messages`` and no ``role`` is a dataset; a ShareGPT
-conversation line is one when a second conversation line follows it (a single
-ShareGPT conversation is one transcript, like ``compact FILE`` reads it). A
-file starting with ``[`` is a JSON array: a dataset when its elements are
-conversations, and :func:`compact_dataset_lines` then takes the elements as
-the lines (element N is line N) and writes them back as JSONL, one element per
-line (core.formats explains why). Anything else is read as a transcript.
+Detection is the formats detector's (core.formats.sniff; :func:`sniff_file` asks
+it): a first non-blank line with a list ``messages`` and no ``role`` is a dataset;
+a ShareGPT conversation line is one when a second conversation line follows it (a
+single ShareGPT conversation is one transcript). A file starting with ``[`` is a
+JSON array: a dataset when its elements are conversations, and
+:func:`compact_dataset_lines` then takes the elements as the lines (element N is
+line N) and writes them back as JSONL, one element per line (core.formats explains
+why). Anything else is read as a transcript.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import orjson
@@ -42,7 +43,7 @@ from core.engine.seams import Seams
 from core.errors import InputError
 from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
-from core.formats.dataset import is_chat_conversation, is_conversation, is_sharegpt_conversation
+from core.formats.dataset import is_chat_conversation, is_conversation
 from core.io import jsonio
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
@@ -62,51 +63,26 @@ def looks_like_dataset(line: bytes | str) -> bool:
 
 
 def sniff_file(path: str) -> str:
-    """``dataset`` or ``transcript``, from the file's first non-blank lines (or its JSON array)."""
-    with open(path, "rb") as stream:
-        return sniff_stream(stream)
+    """``dataset`` or ``transcript``: what the formats detector (core.formats.sniff), which every command uses, makes of the file."""
+    return _sniff(path, None)
 
 
 def sniff_stream(stream: BinaryIO) -> str:
-    return _sniff(iter_lines(stream), stream.read)
+    return _sniff("-", stream)
 
 
 def sniff_bytes(data: bytes) -> str:
-    lines = data.splitlines(keepends=True)
-    return _sniff(iter_lines(lines), lambda: b"".join(lines[_position(lines):]))
+    return _sniff("-", io.BytesIO(data))
 
 
-def _position(lines: list[bytes]) -> int:
-    """The index just after the first non-blank line."""
-    return next(i for i, line in enumerate(lines) if line.strip() and line.strip() != jsonio.UTF8_BOM) + 1
+def _sniff(path: str, stdin: BinaryIO | None) -> str:
+    from core import formats
 
-
-def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str:
-    for _, line in lines:
-        if line.lstrip()[:1] == b"[":  # a JSON array: the whole file is one value
-            return DATASET if _array_of_conversations(line + b"\n" + rest()) else TRANSCRIPT
-        try:
-            first = jsonio.loads(line)
-        except orjson.JSONDecodeError:
-            return TRANSCRIPT
-        if is_chat_conversation(first):
-            return DATASET
-        if not is_sharegpt_conversation(first):
-            return TRANSCRIPT
-        for _, second in lines:  # one ShareGPT conversation is a transcript; two or more a dataset
-            return DATASET if looks_like_dataset(second) else TRANSCRIPT
-        return TRANSCRIPT
-    return TRANSCRIPT
-
-
-def _array_of_conversations(data: bytes) -> bool:
     try:
-        elements = jsonio.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(elements, list) or not elements or not all(is_conversation(e) for e in elements):
-        return False
-    return len(elements) > 1 or is_chat_conversation(elements[0])  # like a JSONL file of the same lines
+        codec = formats.sniff(path, stdin=stdin)[2]
+    except InputError:
+        return TRANSCRIPT  # the transcript reader says what is wrong with it
+    return DATASET if codec.name == formats.DATASET else TRANSCRIPT
 
 
 def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
