@@ -7,23 +7,13 @@ JSON document on stdout. Domain errors propagate to the boundary in cli.errors.
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from cli.commands import (
-    BackendOpt,
-    CharsOpt,
-    ConfigOpt,
-    EncoderOpt,
-    FramingOpt,
-    FromOpt,
-    ModelOpt,
-    _check_formats,
-    build_config,
-)
+from cli.options import CountingFlags, FromOpt, TableOrJson, takes
+from cli.output import print_json
 from core.analysis.provider_check import REPAIRABLE
 from core.errors import CheckFailed, ConfigError
 
@@ -62,14 +52,8 @@ Exit codes: 0 no problem; 1 problems found; 2 bad usage or input.
 FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)]
 BeforeArg = Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)]
 AfterArg = Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows per table (tools, files, largest messages, rereads); 0 shows all.")]
 ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable; default read_file).", show_default=False)]
-
-
-class Format(StrEnum):
-    table = "table"
-    json = "json"
 
 
 class Provider(StrEnum):
@@ -78,62 +62,45 @@ class Provider(StrEnum):
     responses = "responses"
 
 
-FormatOpt = Annotated[Format, typer.Option("--format", help="table (rich tables) or json (one document), on stdout.")]
+FormatOpt = Annotated[TableOrJson, typer.Option("--format", help="table (rich tables) or json (one document), on stdout.")]
 ProviderOpt = Annotated[Provider, typer.Option("--for", help="The API the transcript is meant for.", show_default=False)]
 
 
-def _counting(config: Any, model: Any, encoder: Any, backend: Any, chars_per_token: Any, framing: Any) -> Any:
-    """The configuration that says how to count: the options `compact count` takes."""
-    return build_config(
-        config, model=model, encoder=encoder, backend=backend, chars_per_token=chars_per_token, framing=framing
-    )
-
-
+@takes
 def stats(
     file: FileArg,
-    output_format: FormatOpt = Format.table,
+    output_format: FormatOpt = TableOrJson.table,
     top: TopOpt = 10,
     read_tool: ReadToolOpt = None,
-    model: ModelOpt = None,
-    encoder: EncoderOpt = None,
-    backend: BackendOpt = None,
-    chars_per_token: CharsOpt = None,
-    framing: FramingOpt = None,
-    config: ConfigOpt = None,
-    no_cache: NoCacheOpt = False,
+    *,
+    counting: CountingFlags,
 ) -> None:
     from core.analysis.stats import DEFAULT_READ_TOOLS, stats_file
 
-    settings = _counting(config, model, encoder, backend, chars_per_token, framing)
     read_tools = tuple(read_tool or DEFAULT_READ_TOOLS)
-    result = stats_file(file, settings, read_tools=read_tools, use_cache=not no_cache)
+    result = stats_file(file, counting.build(), read_tools=read_tools, use_cache=not counting.no_cache)
     limit = top or None
-    if output_format is Format.json:
-        _print_json(result.to_dict(top=limit))
+    if output_format is TableOrJson.json:
+        print_json(result.to_dict(top=limit))
     else:
         print_stats(result, limit)
 
 
+@takes
 def diff(
     before: BeforeArg,
     after: AfterArg,
-    output_format: FormatOpt = Format.table,
-    model: ModelOpt = None,
-    encoder: EncoderOpt = None,
-    backend: BackendOpt = None,
-    chars_per_token: CharsOpt = None,
-    framing: FramingOpt = None,
-    config: ConfigOpt = None,
-    no_cache: NoCacheOpt = False,
+    output_format: FormatOpt = TableOrJson.table,
+    *,
+    counting: CountingFlags,
 ) -> None:
     from core.analysis.diff import diff_files
 
     if before == "-" and after == "-":
         raise ConfigError("BEFORE and AFTER cannot both be stdin", fix="give at least one of them as a file")
-    settings = _counting(config, model, encoder, backend, chars_per_token, framing)
-    result = diff_files(before, after, settings, use_cache=not no_cache)
-    if output_format is Format.json:
-        _print_json(result.to_dict())
+    result = diff_files(before, after, counting.build(), use_cache=not counting.no_cache)
+    if output_format is TableOrJson.json:
+        print_json(result.to_dict())
     else:
         print_diff(result)
 
@@ -141,8 +108,9 @@ def diff(
 def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None) -> None:
     from core import formats
     from core.analysis.provider_requests import validate as judge
+    from core.api import check_formats
 
-    _check_formats(source_format)
+    check_formats(source_format)
     transcript = formats.read(file, source_format=source_format)
     verdicts = judge(transcript, provider.value)
     for verdict in verdicts:
@@ -176,13 +144,6 @@ def validation_summary(path: str, messages: int, provider: str, codes: list[str]
     noun = "problem" if len(codes) == 1 else "problems"
     return f"{path}: {len(codes)} {noun} for {provider}: {kinds}" + (
         f" in {conversations[1]} of {conversations[0]} conversations" if conversations else "")
-
-
-def _print_json(document: dict[str, Any]) -> None:
-    import orjson
-
-    sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.buffer.flush()
 
 
 # -- rendering: rich tables on stdout (they are the command's output) ---------------

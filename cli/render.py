@@ -69,29 +69,28 @@ def _format_line(fmt: dict[str, Any]) -> Text:
     return Text(line)
 
 
-def dataset_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
-    """A dataset compacted by the main command (or counted): the totals, then what changed."""
-    before, after = report["before"], report["after"]
-    parts: list[Any] = [Text(f"compact · {report['input']} (dataset)", style="bold")]
+def dataset_table(report: Any, *, compacted: bool = True) -> Group:
+    """A dataset (its DatasetReport) compacted by the main command, or counted: the totals, then what changed."""
+    before, after = report.before, report.after
+    parts: list[Any] = [Text(f"compact · {report.input} (dataset)", style="bold")]
     table = Table(show_edge=False, pad_edge=False)
     for name in ("", "conversations", "messages", "tokens"):
         table.add_column(name, justify="right" if name else "left")
     label = "before" if compacted else "now"
-    table.add_row(label, f"{report['conversations']:,}", f"{before['messages']:,}", f"{before['tokens']:,}")
+    table.add_row(label, f"{report.conversations:,}", f"{before.messages:,}", f"{before.tokens:,}")
     if compacted:
-        table.add_row("after", f"{report['changed']:,} changed", f"{after['messages']:,}", f"{after['tokens']:,}")
+        table.add_row("after", f"{report.changed:,} changed", f"{after.messages:,}", f"{after.tokens:,}")
     parts.append(table)
-    encoder = report["encoder"]
-    parts.append(Text(f"counted with {encoder['encoding']} ({encoder['backend']})"))
-    if report["strategies"]:
-        used = ", ".join(f"{name} ({count:,})" for name, count in report["strategies"].items())
+    parts.append(Text(f"counted with {report.encoder.encoding} ({report.encoder.backend})"))
+    if report.strategies:
+        used = ", ".join(f"{name} ({count:,})" for name, count in report.strategies.items())
         parts.append(Text(f"strategies (conversations changed): {used}"))
-    if report["over_budget"]:
-        parts.append(Text(f"{report['over_budget']:,} conversation(s) still over budget: pinned messages alone "
+    if report.over_budget:
+        parts.append(Text(f"{report.over_budget:,} conversation(s) still over budget: pinned messages alone "
                           "exceed it", style="bold red"))
-    if report["skipped_lines"]:
-        where = ", ".join(str(s["line"]) for s in report["skipped_lines"][:10])
-        parts.append(Text(f"warning: {len(report['skipped_lines'])} invalid line(s) kept as is (line {where})",
+    if report.skipped_lines:
+        where = ", ".join(str(s["line"]) for s in report.skipped_lines[:10])
+        parts.append(Text(f"warning: {len(report.skipped_lines)} invalid line(s) kept as is (line {where})",
                           style="yellow"))
     return Group(*parts)
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.options import ExistingStoreOpt as StoreOpt
+from cli.output import print_json
 from core.errors import EXIT_CHECK_FAILED, ConfigError
 
 if TYPE_CHECKING:
@@ -39,13 +41,6 @@ class Format(StrEnum):
     json = "json"
 
 
-StoreOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--store", metavar="PATH", envvar="COMPACT_STORE", show_envvar=True, show_default=False,
-        help="The offload store (a SQLite file); never created by this command.",
-    ),
-]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="text for people, json for programs.")]
 
 
@@ -60,12 +55,6 @@ def _open(store: str | None) -> OffloadStore:
 def _not_found(text: str) -> None:
     typer.echo(f"compact: {text}", err=True)
     raise typer.Exit(EXIT_CHECK_FAILED)
-
-
-def _dump(data: Any) -> None:
-    import orjson
-
-    typer.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
 
 
 def recall(
@@ -105,7 +94,7 @@ def recall(
     if not hits:
         _not_found(f"no offloaded message matches {words!r} in {store}")
     if output_format is Format.json:
-        _dump([hit.to_dict() for hit in hits])
+        print_json([hit.to_dict() for hit in hits])
         return
     typer.echo("\n\n".join(_hit_block(hit) for hit in hits))
 
@@ -142,7 +131,7 @@ def stats(store: StoreOpt = None, output_format: FormatOpt = Format.text) -> Non
     with _open(store) as opened:
         data = opened.stats()
     if output_format is Format.json:
-        _dump(data)
+        print_json(data)
         return
     width = max(len(key) for key in data)
     for key, value in data.items():

@@ -1,6 +1,6 @@
 """compact's library: read, count and compact LLM transcripts. Never prints."""
 
-from core.api import compact_file, count_file, open_counter
+from core.api import RunOptions, compact_file, compact_source, count_file, open_counter
 from core.config import MemoryConfig, StrategySpec, load_config
 from core.engine.pipeline import CompactionResult, Seams, compact
 from core.errors import CompactError
@@ -12,10 +12,12 @@ __all__ = [
     "CompactionResult",
     "MemoryConfig",
     "Message",
+    "RunOptions",
     "Seams",
     "StrategySpec",
     "compact",
     "compact_file",
+    "compact_source",
     "count_file",
     "load_config",
     "open_counter",

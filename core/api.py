@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -19,23 +22,31 @@ from core.counting.counter import (
     default_cache_path,
     run_memo_enabled,
 )
-from core.counting.tokenizers import EncoderChoice, bpe_available, load_counter
-from core.engine.pipeline import BUDGET, UNLIMITED, CompactionResult, GraphStep, compact
+from core.counting.tokenizers import EncoderChoice, TokenCounter, bpe_available, load_counter
+from core.engine.pipeline import BUDGET, FULL, UNLIMITED, CompactionResult, compact
 from core.engine.seams import Seams
+from core.errors import CheckFailed, ConfigError
+from core.formats.base import Decoded
 from core.io import jsonio
-from core.io.transcript import serialise
+from core.io.staged import is_regular_file
+from core.io.transcript import LineRef, open_input, serialise
 from core.messages import Message
-from core.report import CompressionReport, FormatReport
+from core.report import CompressionReport, DatasetReport, FormatReport
 from core.run_cache import RunCache, run_key
+
+OPENAI = "openai"  # = core.formats.OPENAI (imported lazily there)
+DATASET = "dataset"  # = core.formats.DATASET
+
+
+@functools.lru_cache(maxsize=8)
+def _token_counter(encoder: str, backend: str, chars_per_token: float, implied: bool) -> tuple[TokenCounter, EncoderChoice]:
+    """The encoder, loaded once per process (a batch worker compacts many inputs with it)."""
+    return load_counter(encoder, backend=backend, chars_per_token=chars_per_token, implied=implied)
 
 
 def open_counter(config: MemoryConfig, *, use_cache: bool = True) -> tuple[MessageCounter, EncoderChoice]:
-    counter, choice = load_counter(
-        config.encoder_name,
-        backend=config.backend,
-        chars_per_token=config.chars_per_token,
-        implied=config.encoder_implied,
-    )
+    counter, choice = _token_counter(config.encoder_name, config.backend, config.chars_per_token,
+                                     config.encoder_implied)
     # The heuristic is cheaper than any lookup; only real encoders use the persistent cache.
     cache = CountCache(default_cache_path()) if use_cache and choice.backend != "heuristic" else None
     return MessageCounter(counter, framing=config.framing, cache=cache), choice
@@ -88,100 +99,239 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
         yield dataclasses.replace(config, store=str(copy))
 
 
-def compact_file(
-    path: str,
-    config: MemoryConfig,
-    *,
-    mode: str = BUDGET,
-    repair: bool = False,
-    skip_invalid: bool = False,
-    use_cache: bool = True,
-    seams: Seams | None = None,
-    graph_step: GraphStep | None = None,
-    stdin: BinaryIO | None = None,
-    progress: Progress | None = None,
-    memo_ok: bool = True,
-    source_format: str | None = None,
-    target_format: str | None = None,
-) -> CompactionResult:
-    """Read ``path`` (``-`` for stdin) in any format, compact it, and return the messages and the report.
+@dataclass(frozen=True)
+class GraphOptions:
+    """--graph and its companions: the working graph rendered into each result (plain, picklable data)."""
 
-    ``source_format`` forces the input's format (detected otherwise);
-    ``target_format`` converts the output (the input's format otherwise).
-    """
+    snapshot: str
+    merge: str | None = None
+    policy: str = "merge"
+    weights: str = "incoming"
+    max_nodes: int = 64
+    max_relationships: int = 128
+
+    def digest(self) -> dict[str, Any]:
+        """The options and the blake2b of the files they name: what the rendered graph depends on."""
+        files = [path for path in (self.snapshot, self.merge) if path is not None]
+        return {**dataclasses.asdict(self), "blake2b": [file_digest(path) for path in files]}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to compact one source, besides its settings: plain data, its combinations checked once, before any work."""
+
+    mode: str = BUDGET
+    repair: bool = False
+    skip_invalid: bool = False
+    use_cache: bool = True
+    memo_ok: bool = True  # False: never answer from, nor store in, the run memo
+    source_format: str | None = None  # --from: read as this format instead of detecting it
+    target_format: str | None = None  # --to: write in this format (the input's otherwise)
+    check_for: str | None = None  # refuse a result this provider would reject
+    graph: GraphOptions | None = None
+    dry_run: bool = False  # the store is a throwaway copy; the caller writes nothing
+
+    def __post_init__(self) -> None:
+        from core.analysis.provider_check import PROVIDERS
+
+        if self.check_for is not None and self.check_for not in PROVIDERS:  # before a summarizer may cost money
+            raise ConfigError(f"unknown provider {self.check_for!r} for --check-for",
+                              fix=f"use one of {', '.join(PROVIDERS)}")
+        check_formats(self.source_format, self.target_format)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOptions:
+        graph = data.get("graph")
+        return cls(**{**data, "graph": GraphOptions(**graph) if graph is not None else None})
+
+    @staticmethod
+    def mode_of(*, full: bool, unlimited: bool) -> str:
+        if full and unlimited:
+            raise ConfigError("--full and --unlimited are mutually exclusive", fix="give one of them")
+        return FULL if full else UNLIMITED if unlimited else BUDGET
+
+    def one_transcript_option(self) -> str | None:
+        """The option given that works on one transcript only (a dataset is refused under it)."""
+        return ("--dry-run" if self.dry_run else "--check-for" if self.check_for is not None
+                else "--graph" if self.graph is not None else None)
+
+
+def check_formats(*given: str | None) -> None:
+    """Each format named (None: not given) is one compact reads and writes."""
     from core import formats
 
-    memo: tuple[RunCache, bytes] | None = None  # where to store this run's result
-    if (
-        use_cache
-        and memo_ok
-        and run_memo_enabled()
-        and seams is None
-        and graph_step is None
-        and path != "-"
-        and os.path.isfile(path)  # a pipe would be used up by hashing it
-        and not (config.store or config.summarizer_in_use == "openai")
-    ):
-        found = _memo_lookup(path, config, mode=mode, repair=repair, skip_invalid=skip_invalid,
-                             formats=(source_format, target_format))
-        if isinstance(found, CompactionResult):
-            return found
-        memo = found
-    transcript = formats.read(path, source_format=source_format, skip_invalid=skip_invalid, stdin=stdin,
-                              max_line_bytes=config.max_line_bytes)
-    if transcript.format != formats.DATASET:
-        _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
-    if transcript.format == formats.DATASET and target_format not in (None, formats.DATASET):
-        from core.errors import ConfigError
+    for name in given:
+        if name is not None and name not in formats.names():
+            raise ConfigError(f"unknown format {name!r}", fix=f"use one of {', '.join(formats.names())}")
 
-        raise ConfigError("--to cannot convert a conversation-per-line dataset", fix="leave out --to")
-    counter, choice = open_counter(config, use_cache=use_cache)
-    counter.progress = progress
-    own_seams = seams is None
-    if seams is None:
-        seams = open_seams(config) if mode != UNLIMITED else Seams()
-    try:
-        if transcript.format == formats.DATASET:
-            return _compact_dataset(transcript, config, counter, choice, mode=mode, repair=repair,
-                                    skip_invalid=skip_invalid, seams=seams)
-        result = compact(
-            transcript.messages,
-            config,
-            counter,
-            encoder=choice,
-            mode=mode,
-            repair=repair,
-            seams=seams,
-            graph_step=graph_step,
-            source=transcript.path,
-            skipped_lines=transcript.skipped_lines,
-            turn_boundary=bool({transcript.format, target_format} & formats.USER_FIRST),
-        )
-        target = target_format or transcript.format
-        losses: list[dict[str, Any]] = []
-        if target != transcript.format:
-            items, losses = formats.convert(transcript, result.messages, target)
-            result.writer = lambda _messages: formats.serialise_lines(items)
-        elif transcript.format != formats.OPENAI:
-            result.writer = lambda messages: formats.write(transcript, messages)
-        report = result.compression
-        if report is None:  # (compact always reports; only a dataset's result has no CompressionReport)
-            raise AssertionError("compact returned no report")
-        # The pipeline cannot know the formats: it completes the report here, before anything reads it.
-        report = result.compression = dataclasses.replace(
-            report, format=FormatReport(transcript.format, target, losses)
-        )
-        if transcript.format == target == formats.OPENAI and memo is not None and not report.skipped_lines:
-            cache, key = memo
-            cache.put(key, b"".join(bytes(chunk) for chunk in serialise(result.messages)), report.to_dict())
-        return result
-    finally:
+
+class ProviderRejected(CheckFailed):
+    """--check-for: the provider would reject the result, whose problems these are; nothing was written."""
+
+    def __init__(self, provider: str, problems: list[Any]) -> None:
+        from core.analysis.provider_check import REPAIRABLE
+
+        first = problems[0]
+        where = f"line {first.line}" if first.line is not None else f"message {first.index + 1}"
+        repair = "; --repair drops orphan calls and results" if any(p.code in REPAIRABLE for p in problems) else ""
+        super().__init__(f"the compacted transcript would be rejected by {provider} ({len(problems)} problem(s)); "
+                         "nothing was written", fix=f"first, {where} of the result: {first.message}{repair}")
+        self.provider = provider
+        self.problems = problems
+
+
+Write = Callable[[Iterable[bytes | memoryview]], None]
+
+
+def compact_source(
+    source: str,
+    config: MemoryConfig,
+    options: RunOptions | None = None,
+    *,
+    write: Write | None = None,
+    seams: Seams | None = None,
+    stdin: BinaryIO | None = None,
+    progress: Progress | None = None,
+) -> CompactionResult:
+    """The one way through: read ``source`` (``-`` for stdin) in any format, compact it, return the result.
+
+    ``compact FILE``, ``count``, ``--dry-run`` and every ``compact batch`` worker call this. With
+    ``write``, the output is handed to it here (a dataset in a regular file is then streamed, one
+    conversation in memory at a time); otherwise the caller writes ``result.chunks()``.
+    """
+    options = options or RunOptions()
+    memo = _memo(source, config, options) if seams is None and write is None else None
+    if isinstance(memo, CompactionResult):
+        return memo
+    with contextlib.ExitStack() as stack:
         if memo is not None:
-            memo[0].close()
+            stack.callback(memo[0].close)
+        transcript = _read(source, config, options, stdin, stream=write is not None)
+        if options.dry_run:
+            config = stack.enter_context(scratch_store(config))
+        counter, choice = open_counter(config, use_cache=options.use_cache)
+        counter.progress = progress
         if counter.cache is not None:
-            counter.cache.close()
-        if own_seams and seams.store is not None:
-            seams.store.close()
+            stack.callback(counter.cache.close)
+        if seams is None:
+            seams = open_seams(config) if options.mode != UNLIMITED else Seams()
+            if seams.store is not None:
+                stack.callback(seams.store.close)
+        if transcript is None or transcript.format == DATASET:
+            return _compact_dataset(source, transcript, config, counter, choice, options, seams, write)
+        result = _compact_transcript(transcript, config, counter, choice, options, seams)
+        if memo is not None:
+            _remember(memo, transcript, options, result)
+        if options.check_for is not None:
+            _check_provider(result, options.check_for)
+        if write is not None:
+            stack.callback(_close_source, result.messages)
+            write(result.chunks())
+        return result
+    raise AssertionError("unreachable")  # (mypy: ExitStack may swallow an exception)
+
+
+def compact_file(path: str, config: MemoryConfig, *, seams: Seams | None = None, stdin: BinaryIO | None = None,
+                 progress: Progress | None = None, **options: Any) -> CompactionResult:
+    """:func:`compact_source` with the :class:`RunOptions` given as keywords (mode=, repair=, ...)."""
+    return compact_source(path, config, RunOptions(**options), seams=seams, stdin=stdin, progress=progress)
+
+
+def _read(source: str, config: MemoryConfig, options: RunOptions, stdin: BinaryIO | None,
+          *, stream: bool) -> Decoded | None:
+    """The decoded transcript, or None for a dataset to stream from the file; refuses what cannot run."""
+    from core import formats
+
+    streamed = stream and source != "-" and is_regular_file(source)  # a dataset here is read as it is written
+    given = options.source_format
+    if streamed and given is None:
+        given = formats.sniff(source, max_line_bytes=config.max_line_bytes)[2].name
+    transcript = None
+    if not (streamed and given == DATASET):
+        transcript = formats.read(source, source_format=given, skip_invalid=options.skip_invalid, stdin=stdin,
+                                  max_line_bytes=config.max_line_bytes)
+    if transcript is not None and transcript.format != DATASET:
+        _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
+        return transcript
+    if options.target_format not in (None, DATASET):
+        raise ConfigError("--to cannot convert a conversation-per-line dataset", fix="leave out --to")
+    option = options.one_transcript_option()
+    if option is not None:
+        raise ConfigError(f"{option} works on one transcript, and {source} is a conversation-per-line dataset",
+                          fix="leave it out, or compact the conversations one file each")
+    return transcript
+
+
+def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice,
+                        options: RunOptions, seams: Seams) -> CompactionResult:
+    from core import formats
+
+    step = None
+    if options.graph is not None:
+        from core.graph.context import graph_step
+
+        step = graph_step(working_graph(options.graph), config.graph_marker)
+    result = compact(
+        transcript.messages, config, counter, encoder=choice, mode=options.mode, repair=options.repair,
+        seams=seams, graph_step=step, source=transcript.path, skipped_lines=transcript.skipped_lines,
+        turn_boundary=bool({transcript.format, options.target_format} & formats.USER_FIRST),
+    )
+    target = options.target_format or transcript.format
+    losses: list[dict[str, Any]] = []
+    if target != transcript.format:
+        items, losses = formats.convert(transcript, result.messages, target)
+        result.writer = lambda _messages: formats.serialise_lines(items)
+    elif transcript.format != OPENAI:
+        result.writer = lambda messages: formats.write(transcript, messages)
+    if result.compression is None:  # (compact always reports; only a dataset's result has no CompressionReport)
+        raise AssertionError("compact returned no report")
+    # The pipeline cannot know the formats: it completes the report here, before anything reads it.
+    result.compression = dataclasses.replace(result.compression,
+                                             format=FormatReport(transcript.format, target, losses))
+    return result
+
+
+def working_graph(options: GraphOptions) -> Any:
+    """The working graph of --graph (merged with --graph-merge), loaded once per process while its files stay as they are."""
+    stamps = []
+    for path in (options.snapshot, options.merge):
+        if path is not None:
+            with contextlib.suppress(OSError):  # the loader reports a missing file properly
+                info = os.stat(path)
+                stamps.append((path, info.st_mtime_ns, info.st_size))
+    return _load_working_graph(options, tuple(stamps))
+
+
+@functools.lru_cache(maxsize=2)
+def _load_working_graph(options: GraphOptions, _stamps: tuple[Any, ...]) -> Any:
+    from core.graph import GraphContextConfig
+    from core.graph.context import load_working_graph
+
+    context = GraphContextConfig(max_nodes=options.max_nodes, max_relationships=options.max_relationships)
+    return load_working_graph(options.snapshot, merge=options.merge, policy=options.policy,
+                              weights=options.weights, context=context)
+
+
+def _check_provider(result: CompactionResult, provider: str) -> None:
+    """Judge the transcript about to be written as ``compact validate --for`` would."""
+    from core.analysis.provider_requests import validate_bytes
+
+    written_as = result.compression.format.output if result.compression and result.compression.format else OPENAI
+    verdicts = validate_bytes(b"".join(result.chunks()), written_as, provider)
+    problems = [p for v in verdicts for p in v.problems]
+    if problems:
+        raise ProviderRejected(provider, problems)
+
+
+def _close_source(messages: Iterable[Message]) -> None:
+    """Close the transcript file the untouched lines are read back from (one per transcript)."""
+    for message in messages:
+        if isinstance(message.source, LineRef):
+            message.source.file.close()
+            return
 
 
 def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
@@ -190,16 +340,60 @@ def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: s
     check_keep_lines(config, [m.line for m in messages] + [s["line"] for s in skipped], path)
 
 
-def _compact_dataset(decoded: Any, config: MemoryConfig, counter: MessageCounter, choice: Any, *, mode: str,
-                     repair: bool, skip_invalid: bool, seams: Seams) -> CompactionResult:
-    """Each conversation of a dataset compacted on its own budget; the report has a row per conversation."""
-    from core.batch.dataset_run import DatasetCompactor
+@dataclass
+class DatasetResult(CompactionResult):
+    """A conversation-per-line dataset's result: no messages of its own, the typed dataset report."""
 
-    compactor = DatasetCompactor(decoded.path, config, counter=counter, encoder=choice, mode=mode, repair=repair,
-                                 skip_invalid=skip_invalid, seams=seams)
-    output = [compactor.line(line.number, line.to_bytes()) for line in decoded.lines]
-    return CompactionResult(messages=[], dataset_report=compactor.report(),
-                            writer=lambda _messages: (chunk for line in output for chunk in (line, b"\n")))
+    dataset: DatasetReport | None = None
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.dataset.to_dict() if self.dataset is not None else {}
+
+    @property
+    def over_budget(self) -> bool:
+        return bool(self.dataset and self.dataset.over_budget)  # conversations still over budget
+
+
+def _compact_dataset(source: str, decoded: Decoded | None, config: MemoryConfig, counter: MessageCounter,
+                     choice: EncoderChoice, options: RunOptions, seams: Seams, write: Write | None) -> DatasetResult:
+    """Each conversation of a dataset compacted on its own budget; the report has a row per conversation."""
+    from core.batch.dataset_run import DatasetCompactor, compact_dataset_lines
+
+    compactor = DatasetCompactor(decoded.path if decoded else source, config, counter=counter, encoder=choice,
+                                 mode=options.mode, repair=options.repair, skip_invalid=options.skip_invalid,
+                                 seams=seams)
+    output: list[bytes] = []
+    if decoded is None:  # a regular file, streamed to ``write`` a conversation at a time
+        assert write is not None
+        with open(source, "rb") as stream:
+            write(compact_dataset_lines(stream, compactor))
+    else:
+        output = [compactor.line(line.number, line.to_bytes()) for line in decoded.lines]
+        if write is not None:
+            write(chunk for line in output for chunk in (line, b"\n"))
+    return DatasetResult(messages=[], dataset=compactor.report(),
+                         writer=lambda _messages: (chunk for line in output for chunk in (line, b"\n")))
+
+
+def _remember(memo: tuple[RunCache, bytes], transcript: Decoded, options: RunOptions,
+              result: CompactionResult) -> None:
+    """Store a canonical run's output and report in the run memo (a transcript read and written as OpenAI JSONL)."""
+    report = result.compression
+    if report is not None and not report.skipped_lines and transcript.format == OPENAI == (
+            options.target_format or OPENAI):
+        memo[0].put(memo[1], b"".join(bytes(c) for c in serialise(result.messages)), report.to_dict())
+
+
+def _memo(source: str, config: MemoryConfig, options: RunOptions) -> CompactionResult | tuple[RunCache, bytes] | None:
+    """A stored result for this exact run, or where to store it; None when this run is not memoized."""
+    if not (options.use_cache and options.memo_ok and options.check_for is None and options.graph is None
+            and run_memo_enabled() and source != "-"
+            and os.path.isfile(source)  # a pipe would be used up by hashing it
+            and not (config.store or config.summarizer_in_use == "openai")):
+        return None
+    return _memo_lookup(source, config, mode=options.mode, repair=options.repair, skip_invalid=options.skip_invalid,
+                        formats=(options.source_format, options.target_format))
 
 
 def _memo_lookup(
@@ -227,7 +421,17 @@ def _memo_lookup(
     return CompactionResult(messages=messages, compression=report, workspace=None)
 
 
-def count_file(path: str, config: MemoryConfig, *, use_cache: bool = True, stdin: BinaryIO | None = None) -> dict[str, Any]:
-    """Usage of a transcript without compacting it: the report of an unlimited run."""
-    result = compact_file(path, config, mode=UNLIMITED, use_cache=use_cache, stdin=stdin)
-    return result.report
+def count_file(path: str, config: MemoryConfig, *, use_cache: bool = True, skip_invalid: bool = False,
+               source_format: str | None = None, stdin: BinaryIO | None = None) -> CompactionResult:
+    """Usage of a transcript (or dataset) without compacting it: the result of an unlimited run."""
+    options = RunOptions(mode=UNLIMITED, use_cache=use_cache, skip_invalid=skip_invalid, source_format=source_format)
+    return compact_source(path, config, options, stdin=stdin)
+
+
+def file_digest(path: str) -> str:
+    """The blake2b of a file's bytes (batch sidecars, graph options)."""
+    digest = hashlib.blake2b(digest_size=32)
+    with open_input(path) as source:
+        for block in iter(lambda: source.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -6,7 +6,7 @@ prompt_cache) stay plain JSON data: each has its own shape, described in the sch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core.counting.tokenizers import EncoderChoice
@@ -163,3 +163,161 @@ class CompressionReport:
             budget=BudgetReport(**budget, floor=floor),
             format=FormatReport(**data["format"]) if data.get("format") is not None else None,
         )
+
+
+# -- a conversation-per-line dataset, and a batch ------------------------------------------------
+
+DATASET_REPORT_VERSION = 1
+BATCH_REPORT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ConversationRow:
+    """One conversation of a dataset: a row of the dataset report."""
+
+    line: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    changed: bool  # False: written back byte for byte
+    over_budget: bool
+    strategies: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "messages_before": self.messages_before, "messages_after": self.messages_after,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after, "changed": self.changed,
+                "over_budget": self.over_budget, "strategies": self.strategies}
+
+
+@dataclass(frozen=True)
+class Counts:
+    messages: int
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"messages": self.messages, "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class DatasetReport:
+    """What compacting a conversation-per-line dataset did: the sums and a row per conversation."""
+
+    input: str
+    mode: str
+    encoder: EncoderReport
+    rows: list[ConversationRow]
+    skipped_lines: list[dict[str, Any]]
+    version: int = DATASET_REPORT_VERSION
+
+    @property
+    def conversations(self) -> int:
+        return len(self.rows)
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for r in self.rows if r.changed)
+
+    @property
+    def over_budget(self) -> int:
+        return sum(1 for r in self.rows if r.over_budget)
+
+    @property
+    def before(self) -> Counts:
+        return Counts(sum(r.messages_before for r in self.rows), sum(r.tokens_before for r in self.rows))
+
+    @property
+    def after(self) -> Counts:
+        return Counts(sum(r.messages_after for r in self.rows), sum(r.tokens_after for r in self.rows))
+
+    @property
+    def strategies(self) -> dict[str, int]:
+        """Each strategy and the conversations it changed, in the order they first acted."""
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            for name in row.strategies:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (schemas/batch-report.schema.json#/$defs/dataset_report)."""
+        return {
+            "version": self.version, "kind": "dataset", "input": self.input, "mode": self.mode,
+            "encoder": self.encoder.to_dict(), "conversations": self.conversations, "changed": self.changed,
+            "over_budget": self.over_budget, "before": self.before.to_dict(), "after": self.after.to_dict(),
+            "strategies": self.strategies, "skipped_lines": list(self.skipped_lines),
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """What happened to one input of a batch: a row of the batch report."""
+
+    index: int
+    input: str
+    output: str
+    status: str  # compacted | unchanged | up_to_date | failed
+    kind: str | None = None  # transcript | dataset (None when it failed before reading)
+    conversations: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    strategies: dict[str, int] = field(default_factory=dict)  # conversations each strategy acted on
+    over_budget: int = 0  # conversations still over budget
+    skipped_lines: int = 0
+    error: str | None = None
+    error_type: str | None = None
+    seconds: float = 0.0
+    conversation_rows: list[dict[str, Any]] | None = None  # datasets: ConversationRow.to_dict() of each
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchRow:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class BatchTotals:
+    """The sums of a batch: statuses over every input, figures over the inputs not failed."""
+
+    inputs: int
+    compacted: int
+    unchanged: int
+    up_to_date: int
+    failed: int
+    not_run: int
+    conversations: int
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    over_budget: int
+    strategies: dict[str, int]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """The batch report (schemas/batch-report.schema.json): a row per input and the totals."""
+
+    engine: str
+    jobs: int | None
+    out: str
+    mode: str
+    settings_blake2b: str | None
+    config: dict[str, Any]
+    totals: BatchTotals
+    rows: list[BatchRow]
+    version: int = BATCH_REPORT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "kind": "batch", "engine": self.engine, "jobs": self.jobs, "out": self.out,
+                "mode": self.mode, "settings_blake2b": self.settings_blake2b, "config": self.config,
+                "totals": self.totals.to_dict(), "rows": [row.to_dict() for row in self.rows]}

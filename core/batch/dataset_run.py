@@ -16,19 +16,21 @@ With ``skip_invalid`` a line that is not a valid conversation (malformed
 JSON, or any invalid message in it) is kept verbatim and listed in
 ``skipped_lines``; otherwise it is an error naming the line and the message.
 
-Detection (:func:`sniff_file`, used by ``compact batch``): a first non-blank
-line with a list ``messages`` and no ``role`` is a dataset; a ShareGPT
-conversation line is one when a second conversation line follows it (a single
-ShareGPT conversation is one transcript, like ``compact FILE`` reads it). A
-file starting with ``[`` is a JSON array: a dataset when its elements are
-conversations, and :func:`compact_dataset_lines` then takes the elements as
-the lines (element N is line N) and writes them back as JSONL, one element per
-line (core.formats explains why). Anything else is read as a transcript.
+Detection is the formats detector's (core.formats.sniff; :func:`sniff_file` asks
+it): a first non-blank line with a list ``messages`` and no ``role`` is a dataset;
+a ShareGPT conversation line is one when a second conversation line follows it (a
+single ShareGPT conversation is one transcript). A file starting with ``[`` is a
+JSON array: a dataset when its elements are conversations, and
+:func:`compact_dataset_lines` then takes the elements as the lines (element N is
+line N) and writes them back as JSONL, one element per line (core.formats explains
+why). Anything else is read as a transcript.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import io
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 import orjson
@@ -41,15 +43,15 @@ from core.engine.seams import Seams
 from core.errors import InputError
 from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
-from core.formats.dataset import is_chat_conversation, is_conversation, is_sharegpt_conversation
+from core.formats.dataset import is_chat_conversation, is_conversation
 from core.io import jsonio
 from core.io.rawinput import iter_lines, numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
+from core.report import ConversationRow, DatasetReport, EncoderReport
 
 DATASET = "dataset"
 TRANSCRIPT = "transcript"
-DATASET_REPORT_VERSION = 1
 
 
 def looks_like_dataset(line: bytes | str) -> bool:
@@ -62,51 +64,26 @@ def looks_like_dataset(line: bytes | str) -> bool:
 
 
 def sniff_file(path: str) -> str:
-    """``dataset`` or ``transcript``, from the file's first non-blank lines (or its JSON array)."""
-    with open(path, "rb") as stream:
-        return sniff_stream(stream)
+    """``dataset`` or ``transcript``: what the formats detector (core.formats.sniff), which every command uses, makes of the file."""
+    return _sniff(path, None)
 
 
 def sniff_stream(stream: BinaryIO) -> str:
-    return _sniff(iter_lines(stream), stream.read)
+    return _sniff("-", stream)
 
 
 def sniff_bytes(data: bytes) -> str:
-    lines = data.splitlines(keepends=True)
-    return _sniff(iter_lines(lines), lambda: b"".join(lines[_position(lines):]))
+    return _sniff("-", io.BytesIO(data))
 
 
-def _position(lines: list[bytes]) -> int:
-    """The index just after the first non-blank line."""
-    return next(i for i, line in enumerate(lines) if line.strip() and line.strip() != jsonio.UTF8_BOM) + 1
+def _sniff(path: str, stdin: BinaryIO | None) -> str:
+    from core import formats
 
-
-def _sniff(lines: Iterator[tuple[int, bytes]], rest: Callable[[], bytes]) -> str:
-    for _, line in lines:
-        if line.lstrip()[:1] == b"[":  # a JSON array: the whole file is one value
-            return DATASET if _array_of_conversations(line + b"\n" + rest()) else TRANSCRIPT
-        try:
-            first = jsonio.loads(line)
-        except orjson.JSONDecodeError:
-            return TRANSCRIPT
-        if is_chat_conversation(first):
-            return DATASET
-        if not is_sharegpt_conversation(first):
-            return TRANSCRIPT
-        for _, second in lines:  # one ShareGPT conversation is a transcript; two or more a dataset
-            return DATASET if looks_like_dataset(second) else TRANSCRIPT
-        return TRANSCRIPT
-    return TRANSCRIPT
-
-
-def _array_of_conversations(data: bytes) -> bool:
     try:
-        elements = jsonio.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    if not isinstance(elements, list) or not elements or not all(is_conversation(e) for e in elements):
-        return False
-    return len(elements) > 1 or is_chat_conversation(elements[0])  # like a JSONL file of the same lines
+        codec = formats.sniff(path, stdin=stdin)[2]
+    except InputError:
+        return TRANSCRIPT  # the transcript reader says what is wrong with it
+    return DATASET if codec.name == formats.DATASET else TRANSCRIPT
 
 
 class DatasetCompactor:
@@ -136,7 +113,7 @@ class DatasetCompactor:
         self.repair = repair
         self.skip_invalid = skip_invalid
         self.seams = seams
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[ConversationRow] = []
         self.skipped_lines: list[dict[str, Any]] = []
 
     def line(self, number: int, raw: bytes) -> bytes:
@@ -155,7 +132,7 @@ class DatasetCompactor:
             self.skipped_lines.append({"line": number, "error": exc.what})
             return raw
         if not messages:
-            self.rows.append(_row(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
+            self.rows.append(ConversationRow(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
             return raw
         result = compact(
             messages, self.config, self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
@@ -167,7 +144,7 @@ class DatasetCompactor:
         changed = not (
             report.prompt_cache["prefix_messages"] == len(messages) == len(result.messages)
         )
-        self.rows.append(_row(
+        self.rows.append(ConversationRow(
             number,
             report.before.messages, report.after.messages,
             report.before.tokens, report.after.tokens,
@@ -205,30 +182,9 @@ class DatasetCompactor:
             messages.append(Message(data=data, line=index))
         return messages
 
-    def report(self) -> dict[str, Any]:
-        rows = self.rows
-        strategies: dict[str, int] = {}
-        for row in rows:
-            for name in row["strategies"]:
-                strategies[name] = strategies.get(name, 0) + 1
-        return {
-            "version": DATASET_REPORT_VERSION,
-            "kind": DATASET,
-            "input": self.name,
-            "mode": self.mode,
-            "encoder": {"requested": self.encoder.requested, "encoding": self.encoder.encoding,
-                        "backend": self.encoder.backend, "fallback": self.encoder.fallback_reason},
-            "conversations": len(rows),
-            "changed": sum(1 for r in rows if r["changed"]),
-            "over_budget": sum(1 for r in rows if r["over_budget"]),
-            "before": {"messages": sum(r["messages_before"] for r in rows),
-                       "tokens": sum(r["tokens_before"] for r in rows)},
-            "after": {"messages": sum(r["messages_after"] for r in rows),
-                      "tokens": sum(r["tokens_after"] for r in rows)},
-            "strategies": strategies,
-            "skipped_lines": list(self.skipped_lines),
-            "rows": list(rows),
-        }
+    def report(self) -> DatasetReport:
+        return DatasetReport(self.name, self.mode, EncoderReport.of(self.encoder), list(self.rows),
+                             list(self.skipped_lines))
 
 
 def compact_dataset_lines(
@@ -249,23 +205,34 @@ def compact_dataset_lines(
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
 
 
-def compact_dataset_bytes(
-    data: bytes,
-    name: str,
-    config: MemoryConfig,
-    *,
-    counter: MessageCounter,
-    encoder: EncoderChoice,
-    mode: str = BUDGET,
-    repair: bool = False,
-    skip_invalid: bool = False,
-    seams: Seams | None = None,
-) -> tuple[bytes, dict[str, Any]]:
-    """Compact every conversation of a dataset held in memory: (output bytes, dataset report)."""
-    compactor = DatasetCompactor(name, config, counter=counter, encoder=encoder, mode=mode, repair=repair,
-                                 skip_invalid=skip_invalid, seams=seams)
+def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of the non-blank lines, or of the elements of a JSON array file."""
+    source = iter(lines)
+    head: list[bytes] = []
+    for line in source:
+        head.append(line)
+        text = line[len(jsonio.UTF8_BOM):] if len(head) == 1 and line.startswith(jsonio.UTF8_BOM) else line
+        if text.strip():
+            if text.lstrip()[:1] == b"[":
+                return _elements(b"".join([text, *source]), name)
+            break
+    return iter_lines(itertools.chain(head, source))
+
+
+def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
+    from core.formats import parse_array
+
+    return enumerate(parse_array(data, name).splitlines(), start=1)
+
+
+def compact_dataset_bytes(data: bytes, name: str, config: MemoryConfig, **options: Any) -> tuple[bytes, dict[str, Any]]:
+    """Compact every conversation of a dataset held in memory: (output bytes, the dataset report as JSON data).
+
+    ``options`` are :class:`DatasetCompactor`'s (counter, encoder, mode, repair, skip_invalid, seams).
+    """
+    compactor = DatasetCompactor(name, config, **options)
     output = b"".join(compact_dataset_lines(data.splitlines(keepends=True), compactor))
-    return output, compactor.report()
+    return output, compactor.report().to_dict()
 
 
 def _parse_conversation(raw: bytes, name: str, number: int) -> dict[str, Any]:
@@ -287,19 +254,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object without a messages or conversations list" if "role" not in value else "a single message"
     return jsonio.kind_name(value) or "null"
-
-
-def _row(
-    line: int, messages_before: int, messages_after: int, tokens_before: int, tokens_after: int, *,
-    changed: bool, over_budget: bool, strategies: list[str],
-) -> dict[str, Any]:
-    return {
-        "line": line,
-        "messages_before": messages_before,
-        "messages_after": messages_after,
-        "tokens_before": tokens_before,
-        "tokens_after": tokens_after,
-        "changed": changed,
-        "over_budget": over_budget,
-        "strategies": strategies,
-    }

@@ -1,15 +1,18 @@
 """Batch compaction: many transcripts, each compacted on its own, in a process pool.
 
-The unit of work is :func:`compact_one`, a pure function of a :class:`BatchTask`
-(plain, picklable data: paths, the configuration as a dict, flags). It reads
-the input, compacts it (a transcript, or a conversation-per-line dataset),
-writes the output atomically with a hash sidecar beside it, and returns a
-:class:`BatchRow`; it never raises. The process pool here and the Ray engine
-(``core.batch.ray_engine``) both map that one function, so both give the same bytes.
+This module plans, schedules and resumes; it compacts nothing itself. The unit of
+work is :func:`compact_one`, a pure function of a :class:`BatchTask` (plain,
+picklable data: paths, the configuration as a dict, the RunOptions). It hands the
+input to :func:`core.api.compact_source` — the very function ``compact FILE`` runs,
+so an output is byte for byte what ``compact FILE`` writes with the same options —
+which writes the output atomically (a dataset streamed, one conversation at a time);
+then it writes the hash sidecar beside it and returns a :class:`BatchRow`; it never
+raises. The process pool here and the Ray engine (``core.batch.ray_engine``) both
+map that one function, so both give the same bytes.
 
 State: there is no module-level mutable state. A worker process keeps the
-token encoder it loaded in a per-process function cache (``_token_counter``),
-so each worker loads it once; nothing is shared between processes.
+token encoder it loaded in core.api's per-process function cache, so each
+worker loads it once; nothing is shared between processes.
 
 Resuming: beside each output ``DIR/NAME`` a sidecar ``DIR/.NAME.compact.json``
 records the blake2b of the input bytes, of the effective settings and of the
@@ -34,24 +37,15 @@ from typing import Any
 
 import orjson
 
-from core.batch.dataset_run import (
-    DATASET,
-    TRANSCRIPT,
-    DatasetCompactor,
-    compact_dataset_lines,
-    sniff_file,
-)
-from core.config import MemoryConfig, check_keep_lines, config_from_dict
-from core.counting.counter import CountCache, MessageCounter, default_cache_path
-from core.counting.tokenizers import EncoderChoice, TokenCounter, load_counter
-from core.engine.pipeline import BUDGET, UNLIMITED, compact
-from core.engine.seams import Seams
+from core.api import RunOptions, compact_source, file_digest
+from core.batch.dataset_run import DATASET, TRANSCRIPT
+from core.config import MemoryConfig, config_from_dict
+from core.engine.pipeline import BUDGET, CompactionResult
 from core.errors import CompactError, ConfigError, InputError
 from core.io import jsonio
 from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
-from core.io.transcript import LineRef, open_input
+from core.report import BatchReport, BatchRow, BatchTotals
 
-BATCH_REPORT_VERSION = 1
 SIDECAR_VERSION = 1
 SIDECAR_SUFFIX = ".compact.json"
 COMPACTED = "compacted"
@@ -59,72 +53,45 @@ UNCHANGED = "unchanged"  # read and written back, but no strategy changed anythi
 UP_TO_DATE = "up_to_date"
 FAILED = "failed"
 PATTERN = ".jsonl"  # what a directory input contributes
-_BLOCK = 1 << 20
 
 OnRow = Callable[["BatchRow"], None]
 
 
 @dataclass(frozen=True)
 class BatchTask:
-    """One transcript to compact: everything a worker needs, as plain data."""
+    """One input to compact: everything a worker needs, as plain data."""
 
     index: int
     input: str
     output: str
     config: dict[str, Any]  # MemoryConfig.to_dict(); rebuilt with config_from_dict in the worker
     settings: str  # blake2b of the effective settings (settings_digest)
-    mode: str = BUDGET
-    repair: bool = False
-    skip_invalid: bool = False
-    use_cache: bool = True
+    options: RunOptions = field(default_factory=RunOptions)  # how compact_source runs it
     force: bool = False
     size: int = 0
+
+    @property
+    def mode(self) -> str:
+        return self.options.mode
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BatchTask:
-        return cls(**data)
-
-
-@dataclass(frozen=True)
-class BatchRow:
-    """What happened to one task: a row of the batch report."""
-
-    index: int
-    input: str
-    output: str
-    status: str  # compacted | unchanged | up_to_date | failed
-    kind: str | None = None  # transcript | dataset (None when it failed before reading)
-    conversations: int = 0
-    messages_before: int = 0
-    messages_after: int = 0
-    tokens_before: int = 0
-    tokens_after: int = 0
-    strategies: dict[str, int] = field(default_factory=dict)  # conversations each strategy acted on
-    over_budget: int = 0  # conversations still over budget
-    skipped_lines: int = 0
-    error: str | None = None
-    error_type: str | None = None
-    seconds: float = 0.0
-    conversation_rows: list[dict[str, Any]] | None = None  # datasets: one row per conversation
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BatchRow:
-        return cls(**data)
+        return cls(**{**data, "options": RunOptions.from_dict(data["options"])})
 
 
 # -- planning ------------------------------------------------------------------------------
 
 
-def settings_digest(config: MemoryConfig, *, mode: str, repair: bool, skip_invalid: bool) -> str:
-    """The hash of everything that decides an output besides its input: config, mode, flags, version."""
-    settings = {"config": config.to_dict(), "mode": mode, "repair": repair, "skip_invalid": skip_invalid,
-                "version": package_version()}
+def settings_digest(config: MemoryConfig, options: RunOptions) -> str:
+    """The hash of everything that decides an output besides its input: config, options, version."""
+    settings = {"config": config.to_dict(), "mode": options.mode, "repair": options.repair,
+                "skip_invalid": options.skip_invalid, "version": package_version()}
+    given = {"formats": [options.source_format, options.target_format], "check_for": options.check_for,
+             "graph": options.graph.digest() if options.graph else None}
+    settings.update({key: value for key, value in given.items() if value not in (None, [None, None])})
     return hashlib.blake2b(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS), digest_size=32).hexdigest()
 
 
@@ -142,18 +109,16 @@ def plan_batch(
     inputs: Sequence[str],
     out: str,
     config: MemoryConfig,
+    options: RunOptions | None = None,
     *,
-    mode: str = BUDGET,
-    repair: bool = False,
-    skip_invalid: bool = False,
-    use_cache: bool = True,
     force: bool = False,
 ) -> list[BatchTask]:
     """The tasks for INPUT... (files, directories, globs): each output mirrors its input's relative path."""
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError("is a file, not a folder", path=out, fix="give --out a folder (it is created if missing)")
     files = expand_inputs(inputs, out)
-    settings = settings_digest(config, mode=mode, repair=repair, skip_invalid=skip_invalid)
+    options = dataclasses.replace(options or RunOptions(), memo_ok=False)  # workers never use the run memo
+    settings = settings_digest(config, options)
     config_dict = config.to_dict()
     inputs_real = {os.path.realpath(path) for path, _ in files}
     tasks = []
@@ -169,9 +134,8 @@ def plan_batch(
                               fix="rename one of them, or compact them in two runs")
         outputs[output] = path
         tasks.append(BatchTask(
-            index=index, input=path, output=output, config=config_dict, settings=settings, mode=mode,
-            repair=repair, skip_invalid=skip_invalid, use_cache=use_cache, force=force,
-            size=os.path.getsize(path),
+            index=index, input=path, output=output, config=config_dict, settings=settings, options=options,
+            force=force, size=os.path.getsize(path),
         ))
     return tasks
 
@@ -265,44 +229,53 @@ def sidecar_path(output: str) -> str:
     return os.path.join(folder, f".{name}{SIDECAR_SUFFIX}")
 
 
-def file_digest(path: str) -> str:
-    digest = hashlib.blake2b(digest_size=32)
-    with open_input(path) as source:
-        for block in iter(lambda: source.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _compact_one(task: BatchTask, started: float) -> BatchRow:
     input_hash = file_digest(task.input)
     if not task.force:
         row = _up_to_date(task, input_hash, started)
         if row is not None:
             return row
-    config = config_from_dict(task.config)
-    kind = sniff_file(task.input)
+    if task.options.dry_run:  # what a run would do: nothing written (the store a throwaway copy)
+        result = compact_source(task.input, config_from_dict(task.config), task.options)
+        return dataclasses.replace(_row_of(task, result), seconds=round(time.perf_counter() - started, 4))
     os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
-    counter, choice = _message_counter(config, task.use_cache)
-    seams = Seams()
-    if task.mode != UNLIMITED and (config.store or config.summarizer_in_use):
-        from core.api import open_seams
 
-        seams = open_seams(config)
-    try:
-        if kind == DATASET:
-            row = _compact_dataset(task, config, counter, choice, seams)
-        else:
-            row = _compact_transcript(task, config, counter, choice, seams)
-    finally:
-        if counter.cache is not None:
-            counter.cache.close()
-        if seams.store is not None:
-            seams.store.close()
-    row = dataclasses.replace(row, seconds=round(time.perf_counter() - started, 4))
+    def write(chunks: Iterable[bytes | memoryview]) -> None:
+        atomic_write_chunks(task.output, chunks, follow=False)
+
+    result = compact_source(task.input, config_from_dict(task.config), task.options, write=write)
+    row = dataclasses.replace(_row_of(task, result), seconds=round(time.perf_counter() - started, 4))
     sidecar = {"version": SIDECAR_VERSION, "input": task.input, "input_blake2b": input_hash,
                "settings_blake2b": task.settings, "output_blake2b": file_digest(task.output), "row": row.to_dict()}
     atomic_write_bytes(sidecar_path(task.output), orjson.dumps(sidecar) + b"\n", follow=False)
     return row
+
+
+def _row_of(task: BatchTask, result: CompactionResult) -> BatchRow:
+    """The batch row of a transcript's or a dataset's result."""
+    from core.api import DatasetResult
+
+    where: dict[str, Any] = {"index": task.index, "input": task.input, "output": task.output}
+    if isinstance(result, DatasetResult) and result.dataset is not None:
+        data = result.dataset
+        return BatchRow(
+            **where, status=COMPACTED if data.changed else UNCHANGED, kind=DATASET, conversations=data.conversations,
+            messages_before=data.before.messages, messages_after=data.after.messages,
+            tokens_before=data.before.tokens, tokens_after=data.after.tokens, strategies=data.strategies,
+            over_budget=data.over_budget, skipped_lines=len(data.skipped_lines),
+            conversation_rows=[row.to_dict() for row in data.rows],
+        )
+    report = result.compression
+    if report is None:  # (compact always reports)
+        raise AssertionError("compact returned no report")
+    changed = bool(report.acted()) or report.warning_appended or report.after != report.before
+    return BatchRow(
+        **where, status=COMPACTED if changed else UNCHANGED, kind=TRANSCRIPT, conversations=1,
+        messages_before=report.before.messages, messages_after=report.after.messages,
+        tokens_before=report.before.tokens, tokens_after=report.after.tokens,
+        strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
+        skipped_lines=len(report.skipped_lines),
+    )
 
 
 def finished_since(tasks: Sequence[BatchTask], since: float) -> set[int]:
@@ -338,75 +311,6 @@ def _up_to_date(task: BatchTask, input_hash: str, started: float) -> BatchRow | 
         return None  # no sidecar, an unreadable one, or no output: compact again
     return dataclasses.replace(recorded, index=task.index, input=task.input, output=task.output, status=UP_TO_DATE,
                                seconds=round(time.perf_counter() - started, 4))
-
-
-@functools.lru_cache(maxsize=8)
-def _token_counter(encoder: str, backend: str, chars_per_token: float, implied: bool) -> tuple[TokenCounter, EncoderChoice]:
-    """The encoder, loaded once per worker process (a per-process cache, not shared state)."""
-    return load_counter(encoder, backend=backend, chars_per_token=chars_per_token, implied=implied)
-
-
-def _message_counter(config: MemoryConfig, use_cache: bool) -> tuple[MessageCounter, EncoderChoice]:
-    counter, choice = _token_counter(config.encoder_name, config.backend, config.chars_per_token, config.encoder_implied)
-    cache = CountCache(default_cache_path()) if use_cache and choice.backend != "heuristic" else None
-    return MessageCounter(counter, framing=config.framing, cache=cache), choice
-
-
-def _compact_transcript(
-    task: BatchTask, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice, seams: Seams
-) -> BatchRow:
-    from core import formats
-
-    transcript = formats.read(task.input, skip_invalid=task.skip_invalid,  # any format; written back in it
-                              max_line_bytes=config.max_line_bytes)
-    try:
-        lines = [m.line for m in transcript.messages] + [s["line"] for s in transcript.skipped_lines]
-        check_keep_lines(config, lines, task.input)
-        result = compact(transcript.messages, config, counter, encoder=choice, mode=task.mode, repair=task.repair,
-                         seams=seams, source=task.input, skipped_lines=transcript.skipped_lines)
-        atomic_write_chunks(task.output, formats.write(transcript, result.messages), follow=False)
-    finally:
-        _close_source(transcript.messages)
-    report = result.compression
-    if report is None:  # (compact always reports)
-        raise AssertionError("compact returned no report")
-    changed = bool(report.acted()) or report.warning_appended or report.after != report.before
-    return BatchRow(
-        index=task.index, input=task.input, output=task.output, status=COMPACTED if changed else UNCHANGED,
-        kind=TRANSCRIPT,
-        conversations=1,
-        messages_before=report.before.messages, messages_after=report.after.messages,
-        tokens_before=report.before.tokens, tokens_after=report.after.tokens,
-        strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
-        skipped_lines=len(report.skipped_lines),
-    )
-
-
-def _close_source(messages: Iterable[Any]) -> None:
-    """Close the transcript file the untouched lines are read back from (one per transcript)."""
-    for message in messages:
-        if isinstance(message.source, LineRef):
-            message.source.file.close()
-            return
-
-
-def _compact_dataset(
-    task: BatchTask, config: MemoryConfig, counter: MessageCounter, choice: EncoderChoice, seams: Seams
-) -> BatchRow:
-    compactor = DatasetCompactor(task.input, config, counter=counter, encoder=choice, mode=task.mode,
-                                 repair=task.repair, skip_invalid=task.skip_invalid, seams=seams)
-    with open(task.input, "rb") as stream:
-        atomic_write_chunks(task.output, compact_dataset_lines(stream, compactor), follow=False)
-    report = compactor.report()
-    return BatchRow(
-        index=task.index, input=task.input, output=task.output,
-        status=COMPACTED if report["changed"] else UNCHANGED, kind=DATASET,
-        conversations=report["conversations"],
-        messages_before=report["before"]["messages"], messages_after=report["after"]["messages"],
-        tokens_before=report["before"]["tokens"], tokens_after=report["after"]["tokens"],
-        strategies=report["strategies"], over_budget=report["over_budget"],
-        skipped_lines=len(report["skipped_lines"]), conversation_rows=report["rows"],
-    )
 
 
 # -- the process pool ----------------------------------------------------------------------
@@ -480,7 +384,7 @@ def batch_report(
     engine: str,
     jobs: int | None,
     seconds: float,
-) -> dict[str, Any]:
+) -> BatchReport:
     """The aggregated report (schemas/batch-report.schema.json): a row per input and the totals."""
     ordered = sorted(rows, key=lambda r: r.index)
     done = [r for r in ordered if r.status != FAILED]
@@ -488,32 +392,16 @@ def batch_report(
     for row in done:
         for name, count in row.strategies.items():
             strategies[name] = strategies.get(name, 0) + count
+    statuses = [r.status for r in ordered]
+    totals = BatchTotals(
+        inputs=len(tasks), compacted=statuses.count(COMPACTED), unchanged=statuses.count(UNCHANGED),
+        up_to_date=statuses.count(UP_TO_DATE), failed=statuses.count(FAILED), not_run=len(tasks) - len(ordered),
+        conversations=sum(r.conversations for r in done),
+        messages_before=sum(r.messages_before for r in done), messages_after=sum(r.messages_after for r in done),
+        tokens_before=sum(r.tokens_before for r in done), tokens_after=sum(r.tokens_after for r in done),
+        over_budget=sum(r.over_budget for r in done), strategies=strategies, seconds=round(seconds, 3),
+    )
     first = tasks[0] if tasks else None
-    totals = {
-        "inputs": len(tasks),
-        "compacted": sum(1 for r in ordered if r.status == COMPACTED),
-        "unchanged": sum(1 for r in ordered if r.status == UNCHANGED),
-        "up_to_date": sum(1 for r in ordered if r.status == UP_TO_DATE),
-        "failed": sum(1 for r in ordered if r.status == FAILED),
-        "not_run": len(tasks) - len(ordered),
-        "conversations": sum(r.conversations for r in done),
-        "messages_before": sum(r.messages_before for r in done),
-        "messages_after": sum(r.messages_after for r in done),
-        "tokens_before": sum(r.tokens_before for r in done),
-        "tokens_after": sum(r.tokens_after for r in done),
-        "over_budget": sum(r.over_budget for r in done),
-        "strategies": strategies,
-        "seconds": round(seconds, 3),
-    }
-    return {
-        "version": BATCH_REPORT_VERSION,
-        "kind": "batch",
-        "engine": engine,
-        "jobs": jobs,
-        "out": out,
-        "mode": first.mode if first else BUDGET,
-        "settings_blake2b": first.settings if first else None,
-        "config": config.effective_dict(),
-        "totals": totals,
-        "rows": [r.to_dict() for r in ordered],
-    }
+    return BatchReport(engine=engine, jobs=jobs, out=out, mode=first.mode if first else BUDGET,
+                       settings_blake2b=first.settings if first else None, config=config.effective_dict(),
+                       totals=totals, rows=ordered)

@@ -1,0 +1,250 @@
+"""The options, declared once: typer aliases, and the groups `run` and `batch` share as frozen values.
+
+A command declares a parameter typed with a group (``settings: SettingsFlags``);
+:func:`takes` spreads the group's fields into the command's signature for typer, and
+gathers them back into one frozen value when the command runs. So `compact FILE` and
+`compact batch` list the compaction options once, here, and build the settings
+(:meth:`SettingsFlags.build`) and the run options (:meth:`RunFlags.options`) the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import sys
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from core.errors import ConfigError
+
+FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, gemini-stream, gemini-chat, sharegpt"  # = core.formats.names()
+
+
+class TableOrJson(StrEnum):
+    table = "table"
+    json = "json"
+
+
+# -- the settings: defaults, then the config file, then these flags ---------------------------------
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
+MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
+MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
+MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
+WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
+ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, …): sets window and encoder.")]
+EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
+CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]
+FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count the chat API's framing tokens.")]
+WarnOpt = Annotated[float | None, typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
+TurnsOpt = Annotated[int | None, typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
+StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
+PresetOpt = Annotated[str | None, typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones) [default].")]
+KeepOpt = Annotated[list[str] | None, typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
+StoreOpt = Annotated[str | None, typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
+ExistingStoreOpt = Annotated[str | None, typer.Option(
+    "--store", metavar="PATH", envvar="COMPACT_STORE", show_envvar=True, show_default=False,
+    help="The offload store (a SQLite file); never created by this command.")]
+SummarizerOpt = Annotated[str | None, typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed [extractive].")]
+SummarizerUrlOpt = Annotated[str | None, typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
+SummarizerModelOpt = Annotated[str | None, typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
+ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
+SummaryPromptOpt = Annotated[str | None, typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.")]
+QualityRetryOpt = Annotated[bool | None, typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
+MaxLineOpt = Annotated[int | None, typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)]
+
+# -- how each input is run ---------------------------------------------------------------------------
+
+FromOpt = Annotated[str | None, typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
+ToOpt = Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")]
+FullOpt = Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.")]
+UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")]
+RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")]
+SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")]
+NoCountCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")]
+CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")]
+GraphOpt = Annotated[Path | None, typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)]
+GraphMergeOpt = Annotated[Path | None, typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False)]
+MergePolicyOpt = Annotated[str, typer.Option("--merge-policy", metavar="keep_existing|prefer_incoming|merge", help="On an id conflict.")]
+MergeWeightsOpt = Annotated[str, typer.Option("--merge-weights", metavar="incoming|max|sum", help="How weights combine.")]
+GraphOutOpt = Annotated[Path | None, typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False)]
+GraphNodesOpt = Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes shown.")]
+GraphRelsOpt = Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships shown.")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+@dataclass(frozen=True)
+class SettingsFlags:
+    """The flags that make the settings (a MemoryConfig), over the config file."""
+
+    max_tokens: MaxTokensOpt = None
+    max_messages: MaxMessagesOpt = None
+    max_fraction: MaxFractionOpt = None
+    context_window: WindowOpt = None
+    model: ModelOpt = None
+    encoder: EncoderOpt = None
+    backend: BackendOpt = None
+    chars_per_token: CharsOpt = None
+    framing: FramingOpt = None
+    warn_fraction: WarnOpt = None
+    offload_turns: TurnsOpt = None
+    strategy: StrategyOpt = None
+    preset: PresetOpt = None
+    keep: KeepOpt = None
+    config: ConfigOpt = None
+    store: StoreOpt = None
+    summarizer: SummarizerOpt = None
+    summarizer_url: SummarizerUrlOpt = None
+    summarizer_model: SummarizerModelOpt = None
+    api_key_env: ApiKeyEnvOpt = None
+    summary_prompt: SummaryPromptOpt = None
+    quality_retry: QualityRetryOpt = None
+    max_line_bytes: MaxLineOpt = None
+
+    def build(self) -> Any:
+        """The MemoryConfig: the config file (or the defaults), these flags over it."""
+        flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "config"}
+        flags["summary_prompt_file"] = flags.pop("summary_prompt")
+        return build_config(self.config, **flags)
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The flags that say how each input is run (a RunOptions), shared by `compact FILE` and `compact batch`."""
+
+    source_format: FromOpt = None
+    target_format: ToOpt = None
+    full: FullOpt = False
+    unlimited: UnlimitedOpt = False
+    repair: RepairOpt = False
+    skip_invalid: SkipInvalidOpt = False
+    no_cache: NoCacheOpt = False
+    check_for: CheckForOpt = None
+    strict: StrictOpt = False
+    graph: GraphOpt = None
+    graph_merge: GraphMergeOpt = None
+    merge_policy: MergePolicyOpt = "merge"
+    merge_weights: MergeWeightsOpt = "incoming"
+    graph_out: GraphOutOpt = None
+    graph_max_nodes: GraphNodesOpt = 64
+    graph_max_relationships: GraphRelsOpt = 128
+    debug: DebugOpt = False
+
+    def options(self, *, dry_run: bool = False) -> Any:
+        """The RunOptions, every combination checked here, before any work (a summarizer may cost money)."""
+        from core.api import GraphOptions, RunOptions, working_graph
+
+        mode = RunOptions.mode_of(full=self.full, unlimited=self.unlimited)
+        graph = None
+        if self.graph is not None:
+            graph = GraphOptions(str(self.graph), str(self.graph_merge) if self.graph_merge else None,
+                                 self.merge_policy, self.merge_weights, self.graph_max_nodes,
+                                 self.graph_max_relationships)
+            working_graph(graph)  # an invalid snapshot or delta is refused here, before any input is read
+        elif self.graph_merge is not None or self.graph_out is not None:
+            raise ConfigError("--graph-merge and --graph-out need --graph SNAPSHOT")
+        return RunOptions(mode=mode, repair=self.repair, skip_invalid=self.skip_invalid, use_cache=not self.no_cache,
+                          source_format=self.source_format, target_format=self.target_format,
+                          check_for=self.check_for, graph=graph, dry_run=dry_run)
+
+    def save_graph(self, options: Any) -> None:
+        """--graph-out: write the working graph the results were rendered with."""
+        if options.graph is not None and self.graph_out is not None:
+            from core.api import working_graph
+            from core.graph import save_snapshot
+
+            save_snapshot(working_graph(options.graph).graph, self.graph_out)
+
+
+@dataclass(frozen=True)
+class CountingFlags:
+    """How to count, and nothing else: the flags of `count`, `stats` and `diff`."""
+
+    model: ModelOpt = None
+    encoder: EncoderOpt = None
+    backend: BackendOpt = None
+    chars_per_token: CharsOpt = None
+    framing: FramingOpt = None
+    config: ConfigOpt = None
+    no_cache: NoCountCacheOpt = False
+
+    def build(self, **more: Any) -> Any:
+        """The MemoryConfig that says how to count (``more``: other flags given, e.g. context_window)."""
+        return build_config(self.config, model=self.model, encoder=self.encoder, backend=self.backend,
+                            chars_per_token=self.chars_per_token, framing=self.framing, **more)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def takes(command: F) -> F:
+    """Spread each parameter typed with a flags group into the group's options, for typer; gather them back on call."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    groups: dict[str, Any] = {}
+    params: list[inspect.Parameter] = []
+    for param in inspect.signature(command).parameters.values():
+        kind = hints[param.name]
+        if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+            params.append(param.replace(annotation=kind))
+            continue
+        groups[param.name] = kind
+        fields = typing.get_type_hints(kind, include_extras=True)
+        params.extend(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                                        annotation=fields[f.name]) for f in dataclasses.fields(kind))
+    # Required parameters (the arguments, --out) first; every other one is keyword-only, in declared order.
+    required = [p for p in params if p.default is inspect.Parameter.empty]
+    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params if p.default is not inspect.Parameter.empty]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        for name, kind in groups.items():
+            values[name] = kind(**{f.name: values.pop(f.name) for f in dataclasses.fields(kind)})
+        return command(**values)
+
+    run.__signature__ = inspect.Signature([*required, *rest])  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return typing.cast(F, run)
+
+
+def build_config(
+    config: Path | None,
+    *,
+    context_window: int | None = None,
+    strategy: list[str] | None = None,
+    keep: list[str] | None = None,
+    **flags: Any,
+) -> Any:
+    """The settings: the config file (or the defaults), then the flags given (None: not given)."""
+    from core.config import MemoryConfig, StrategySpec, load_config
+
+    base = load_config(str(config)) if config is not None else MemoryConfig()
+    strategies = tuple(StrategySpec.parse(s) for s in strategy) if strategy else None
+    settings = base.with_overrides(context_window_tokens=context_window, strategies=strategies,
+                                   keep=(*base.keep, *keep) if keep else None, **flags)
+    _warn_unknown_model(settings)
+    return settings
+
+
+def _warn_unknown_model(settings: Any) -> None:
+    """An unknown --model still runs (on the default window and encoder), but never silently."""
+    from core.counting.models import lookup_model, nearest_models
+
+    if not settings.model or lookup_model(settings.model) is not None:
+        return
+    window, _ = settings.window()
+    near = nearest_models(settings.model)
+    hint = f"did you mean {', '.join(near)}?" if near else "`compact config show` shows the effective settings"
+    sys.stderr.write(
+        f"compact: warning: unknown model {settings.model!r}: using a {window:,}-token window and the "
+        f"{settings.encoder_name} encoder ({hint})\n"
+    )
