@@ -12,7 +12,7 @@ import orjson
 
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
-from core.strategies import placeholders
+from core.engine import placeholders
 
 MIN_PART_TOKENS = 64
 

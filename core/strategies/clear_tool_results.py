@@ -9,10 +9,10 @@ defines, so the model knows what it saw and can read it again.
 
 from __future__ import annotations
 
+from core.engine import placeholders
 from core.engine.budget import FRACTION, TOKENS
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
-from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 
 

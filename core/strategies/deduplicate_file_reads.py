@@ -19,9 +19,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from core.engine import placeholders
 from core.engine.workspace import Workspace
 from core.messages import call_arguments, call_name, tool_calls
-from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 
 # Argument names agents use for the file a read targets, tried after `path_arg`.

@@ -8,10 +8,10 @@ recall it by and a short digest; `placeholder=false` leaves none.
 
 from __future__ import annotations
 
+from core.engine.placeholders import PREFIX
 from core.engine.workspace import Workspace
 from core.messages import Message, content_text, has_text, written_by_compact
 from core.strategies.base import Param, StrategyInfo
-from core.strategies.placeholders import PREFIX
 
 DIGEST_CHARS = 80
 

@@ -9,9 +9,9 @@ named in one trace line at the cut, unless the run leaves no traces (the seed pr
 
 from __future__ import annotations
 
+from core.engine import placeholders
 from core.engine.workspace import Workspace
 from core.messages import Message
-from core.strategies import placeholders
 from core.strategies.base import Param, StrategyInfo
 
 # Under --full with no cap, the seed's window.
