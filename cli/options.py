@@ -237,7 +237,7 @@ def build_config(
 
 def _warn_unknown_model(settings: Any) -> None:
     """An unknown --model still runs (on the default window and encoder), but never silently."""
-    from core.counting.models import lookup_model, nearest_models
+    from core.counting.model_table import lookup_model, nearest_models
 
     if not settings.model or lookup_model(settings.model) is not None:
         return

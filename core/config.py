@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from core import strategies
-from core.counting.models import DEFAULT_ENCODING, lookup_model
+from core.counting.model_table import DEFAULT_ENCODING, lookup_model
 from core.engine.structure import KeepRule
 from core.errors import ConfigError
 from core.io.schema_loader import load_schema, validator

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.counting.models import DEFAULT_ENCODING, KNOWN_ENCODINGS, lookup_model
+from core.counting.model_table import DEFAULT_ENCODING, KNOWN_ENCODINGS, lookup_model
 from core.errors import EncoderError
 
 HEURISTIC = "heuristic"
@@ -170,7 +170,7 @@ def resolve_encoding(encoder: str) -> str:
     except KeyError:
         pass
     candidates = [HEURISTIC, *KNOWN_ENCODINGS]
-    from core.counting.models import MODELS
+    from core.counting.model_table import MODELS
 
     candidates += list(MODELS)
     near = difflib.get_close_matches(encoder, candidates, n=1)

@@ -3,7 +3,7 @@
 Pure library code: nothing here prints, and jsonschema is imported only when a
 snapshot actually needs it (on items the fast schema check cannot accept).
 
-The public names (``core.graph.api`` lists them) load on first use, so
+The public names (``core.graph.public`` lists them) load on first use, so
 importing ``core.graph.options``, as the CLI does at start-up for its
 choices, does not load the graph code.
 """
@@ -14,13 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.graph.api import *  # what __getattr__ serves, for type checkers
+    from core.graph.public import *  # what __getattr__ serves, for type checkers
 
 
 def __getattr__(name: str) -> Any:
-    api = importlib.import_module("core.graph.api")
-    if name not in api.__all__:
+    public = importlib.import_module("core.graph.public")
+    if name not in public.__all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(api, name)
+    value = getattr(public, name)
     globals()[name] = value
     return value

@@ -28,7 +28,7 @@ cap).
 from core.errors import StoreError, StoreUnavailable
 from core.store.database import DEFAULT_TIMEOUT, SCHEMA_VERSION, store_error
 from core.store.eviction import AT_CAP_POLICIES
-from core.store.offload import DEFAULT_MAX_SUMMARIES, OffloadStore
+from core.store.offload_store import DEFAULT_MAX_SUMMARIES, OffloadStore
 from core.store.records import (
     HANDLE_PREFIX,
     OffloadItem,
