@@ -94,3 +94,17 @@ def test_the_readme_links_every_reference_page_and_every_link_resolves() -> None
     for source in [ROOT / "README.md", *pages]:
         for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", source.read_text()):
             assert (source.parent / target).resolve().exists(), (source.name, target)
+
+
+def test_the_layout_map_matches_the_tree() -> None:
+    """Every path the README's "Where is X" map names exists, and every folder of core/ is on it."""
+    layout = (ROOT / "README.md").read_text().split("## Layout\n", 1)[1]
+    named = set(re.findall(r"`((?:cli|core|schemas|bench|docs|sample_transcripts)/[\w/.<>]*)`", layout))
+    assert len(named) >= 15
+    for path in named:
+        if "<" not in path:
+            assert (ROOT / path).exists(), path
+    folders = {p.name for p in (ROOT / "core").iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders and all(f"`core/{name}/" in layout for name in folders), folders
+    flat = [p for p in (ROOT / "core").glob("*.py") if p.name != "__init__.py"]
+    assert len(flat) <= 10  # the folders, not a flat list, show the architecture
