@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.output import print_json, write_json
 from core.errors import CheckFailed, InputError
 from core.graph.options import (
     DEFAULT_MARKER,
@@ -123,10 +124,7 @@ def _produce(output: Path | None, report: str | None, work: Callable[[], tuple[A
 
 
 def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: str | None) -> None:
-    import orjson
-
     from core.graph import dump_snapshot_chunks, save_snapshot
-    from core.io.staged import atomic_write_bytes
 
     if output is None:
         stdout = typer.get_binary_stream("stdout")
@@ -138,11 +136,7 @@ def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: st
     if report_dest is None:
         typer.echo(f"compact: {report.summary()}", err=True)
         return
-    data = orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2) + b"\n"
-    if report_dest == "-":
-        typer.get_binary_stream("stdout").write(data)
-    else:
-        atomic_write_bytes(report_dest, data)
+    write_json(report.to_dict(), report_dest)
 
 
 @graph_app.command("validate")
@@ -174,10 +168,7 @@ def validate(
 
     results = [validate_snapshot_file(path) for path in files]
     if output_format is Format.json:
-        import orjson
-
-        document = validation_document(results, strict=strict)
-        typer.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+        print_json(validation_document(results, strict=strict))
     else:
         for line in finding_lines(results, output_format.value, warnings=warnings):  # type: ignore[arg-type]
             typer.echo(line)

@@ -1,4 +1,4 @@
-"""Transcript formats: detection, reading into canonical messages, writing back (issue 5).
+"""Transcript formats: detection, reading into canonical messages, writing back.
 
 One module per format (each declares ``CODEC``, listed in :mod:`core.formats.registry`);
 the jobs around them each in their own module: :mod:`~core.formats.detection`,

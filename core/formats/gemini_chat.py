@@ -1,4 +1,4 @@
-"""Gemini CLI's saved chat (``~/.gemini/tmp/<project hash>/chats/session-*.json``): one JSON document (issue 13).
+"""Gemini CLI's saved chat (``~/.gemini/tmp/<project hash>/chats/session-*.json``): one JSON document.
 
 ``{sessionId, projectHash, startTime, lastUpdated, messages: [...]}``, written
 by gemini-cli (0.11 to 0.2x) with ``JSON.stringify(conversation, null, 2)``

@@ -1,4 +1,4 @@
-"""Gemini CLI ``--output-format stream-json`` logs: one event per line (issue 13).
+"""Gemini CLI ``--output-format stream-json`` logs: one event per line.
 
 What gemini-cli (0.11) writes, key order as emitted: ``init`` first
 (``session_id``, ``model``); a ``message`` of role ``user`` holding the

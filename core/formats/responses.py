@@ -1,4 +1,4 @@
-"""OpenAI Responses API items, one per line (issue 5); the item <-> canonical conversion Codex reuses.
+"""OpenAI Responses API items, one per line; the item <-> canonical conversion Codex reuses.
 
 How items become canonical messages:
 
