@@ -15,11 +15,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from core.engine.budget import FRACTION, MESSAGES, TOKENS
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
+from core.io import jsonio
 from core.messages import (
     SUMMARY_MARKER,
     Message,
@@ -94,11 +93,12 @@ def _unite(first: Sequence[str], second: Sequence[str]) -> list[str]:
 
 
 def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
-    payload = orjson.dumps(
-        [summarizer.identity(), request.previous, list(request.messages), list(request.facts), request.max_tokens],
-        option=orjson.OPT_SORT_KEYS,
-    )
-    return "summary:" + hashlib.sha256(payload).hexdigest()
+    """What the summary depends on, hashed one message at a time (a span can be tens of megabytes)."""
+    digest = hashlib.sha256()
+    for part in (summarizer.identity(), request.previous, *request.messages, list(request.facts), request.max_tokens):
+        digest.update(jsonio.dumps(part, sort_keys=True))
+        digest.update(b"\n")
+    return "summary:" + digest.hexdigest()
 
 
 def _previous_summary(workspace: Workspace, before: int) -> int | None:
@@ -278,7 +278,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
     )
     store = workspace.seams.store
-    key = _cache_key(summarizer, request)
+    # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
+    key = _cache_key(summarizer, request) if store is not None else ""
     cached = store.get_summary(key) if store is not None else None
     if cached is not None:
         text, by, notes = cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
