@@ -81,3 +81,17 @@ def test_results_cleared_before_a_summary_took_the_span_come_back_when_they_fit(
         uuid = by_line[entry["line"]]
         if uuid in kept:
             assert original[uuid] not in (tmp_path / "out.jsonl").read_text()
+
+
+@pytest.mark.parametrize("budget", [4000, 8000, 16000])
+def test_the_long_claude_code_session_fills_its_budget(budget: int, realdata: Path, tmp_path: Path) -> None:
+    """cctrace (121k tokens): after the summary, what room is left brings back the newest cleared
+    result, whole or with its middle cut, so the run ends between 95% and 100% of the budget."""
+    path = realdata / "claude-code" / "cctrace-phase0-investigation.jsonl"
+    report_path = tmp_path / "r.json"
+    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_text())
+    assert 0.95 * budget <= report["after"]["tokens"] < budget
+    given = [e for e in report["removed"] if e["strategy"] == "give_back"]
+    assert all(e["action"] == "rewritten" and "middle cut" in e["reason"] for e in given)

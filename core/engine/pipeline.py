@@ -280,7 +280,8 @@ GIVE_BACK_SHARE = 0.98
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     """Strategies run in order, each as far as the budget then needed: results cleared early may
     no longer need to be once a later step (the summary) took the oldest span. Those still in
-    the kept window are put back as they were, newest first, while they fit."""
+    the kept window are put back as they were, newest first, while they fit; the newest that
+    does not fit whole comes back with its middle cut, when the room left is worth it."""
     budget = workspace.budget
     if budget.trigger not in (TOKENS, FRACTION) or budget.limit is None or workspace.full:
         return
@@ -289,15 +290,42 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         return
     stale = {e["line"] for e in workspace.ledger if e["strategy"] == "deduplicate_file_reads"}
     workspace.begin("give_back", 0)
+    cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):
         original = workspace.restorable(position)
-        if original is None or original.line in stale:  # a stale read stays a pointer to the newer one
-            continue
-        if workspace.live_tokens + original.tokens - workspace.messages[position].tokens <= aim:
+        if original is None or original.line in stale or workspace.pinned(position):
+            continue  # a stale read stays a pointer to the newer one
+        current = workspace.messages[position]
+        if workspace.live_tokens + original.tokens - current.tokens <= aim:
             workspace.restore(position, original, "given back whole: it fits once later steps made room")
-    outcome = workspace.end("gave back rewritten messages whole, newest first, while they fit the budget")
+        elif not cut_one:
+            cut_one = _give_back_in_part(workspace, position, original, aim)
+    outcome = workspace.end("gave back rewritten messages, newest first, while they fit the budget")
     if outcome.acted:
         actions.append(_action("give_back", 0, outcome))
+
+
+# A message given back in part brings at least this many tokens more than its placeholder.
+GIVE_BACK_MIN_TOKENS = 96
+
+
+def _give_back_in_part(workspace: Workspace, position: int, original: Message, aim: int) -> bool:
+    """The input's text of a rewritten message, its middle cut to fill the room left (head and tail kept)."""
+    from core.engine.clamp import clamp_content
+
+    current = workspace.messages[position]
+    room = aim - workspace.live_tokens
+    if room < GIVE_BACK_MIN_TOKENS:
+        return False
+    content, changed = clamp_content(original.data.get("content"), current.tokens + room - 16, workspace.counter)
+    if not changed:
+        return False
+    data = {**original.data, "content": content}
+    if workspace.counter.count_message(original.rewritten(data)).tokens > current.tokens + room:
+        return False
+    workspace.restore(position, original, "given back in part")
+    workspace.rewrite(position, data, "given back in part: its middle cut to fit the room later steps made")
+    return True
 
 
 def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:
