@@ -60,6 +60,17 @@ def test_swe_agent_tool_call_ids_lists_pair_like_tool_call_id(realdata: Path) ->
     assert usage["orphans"] == {"results": [], "calls": []}
 
 
+def compact_to_budget(path: Path, budget: int, tmp_path: Path) -> dict:
+    """Compact ``path`` to ``out.jsonl`` under ``budget``; the report, after checking the run ends
+    between 95% and 100% of the budget."""
+    report_path = tmp_path / "r.json"
+    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path), "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    report = json.loads(report_path.read_text())
+    assert 0.95 * budget <= report["after"]["tokens"] < budget
+    return report
+
+
 @pytest.mark.parametrize("budget", [4000, 8000, 12000])
 def test_results_cleared_before_a_summary_took_the_span_come_back_when_they_fit(
         budget: int, realdata: Path, tmp_path: Path) -> None:
@@ -67,11 +78,7 @@ def test_results_cleared_before_a_summary_took_the_span_come_back_when_they_fit(
     cleared nearer the kept window are given back whole while they fit: the run fills its budget
     with the agent's own output instead of placeholders (the Rust-port session: 13.9k tokens)."""
     path = realdata / "claude-code" / "claude-reliability-python-to-rust-port.jsonl"
-    report_path = tmp_path / "r.json"
-    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path), "-o", str(tmp_path / "out.jsonl"))
-    assert result.exit_code == 0, result.output
-    report = json.loads(report_path.read_text())
-    assert 0.95 * budget <= report["after"]["tokens"] < budget
+    report = compact_to_budget(path, budget, tmp_path)
     kept = {json.loads(line).get("uuid") for line in (tmp_path / "out.jsonl").read_text().splitlines()}
     cleared = [e for e in report["removed"] if e["action"] == "rewritten" and e["strategy"] == "clear_tool_results"]
     # Every ledger line for a kept message describes how it differs from the input: none is restored.
@@ -87,11 +94,6 @@ def test_results_cleared_before_a_summary_took_the_span_come_back_when_they_fit(
 def test_the_long_claude_code_session_fills_its_budget(budget: int, realdata: Path, tmp_path: Path) -> None:
     """cctrace (121k tokens): after the summary, what room is left brings back the newest cleared
     result, whole or with its middle cut, so the run ends between 95% and 100% of the budget."""
-    path = realdata / "claude-code" / "cctrace-phase0-investigation.jsonl"
-    report_path = tmp_path / "r.json"
-    result = invoke(str(path), "--max-tokens", str(budget), "--report", str(report_path), "-o", str(tmp_path / "out.jsonl"))
-    assert result.exit_code == 0, result.output
-    report = json.loads(report_path.read_text())
-    assert 0.95 * budget <= report["after"]["tokens"] < budget
+    report = compact_to_budget(realdata / "claude-code" / "cctrace-phase0-investigation.jsonl", budget, tmp_path)
     given = [e for e in report["removed"] if e["strategy"] == "give_back"]
     assert all(e["action"] == "rewritten" and "middle cut" in e["reason"] for e in given)
