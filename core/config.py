@@ -119,7 +119,7 @@ DEFAULT_LIST = (
 # The seed's list and parameters, unchanged (memory-plugin.txt, "Default strategies").
 SEED_LIST: tuple[tuple[str, dict[str, Any]], ...] = (
     ("offload", {"turns": 10}),
-    ("summarize", {"turns": 10}),
+    ("summarize", {"turns": 10, "max_tokens": 2048}),
     ("deduplicate_file_reads", {"tool_name": "read_file"}),
     ("clear_tool_results", {"keep_pairs": 3, "keep_recent": 0.0}),
     ("clamp_oversized_messages", {"max_part_tokens": 4096}),

@@ -88,7 +88,7 @@ def test_default_config_matches_the_seed() -> None:
     """The seed's list and parameters are the `seed` preset, unchanged; the default list is measured."""
     seed = MemoryConfig(preset="seed")
     assert [str(s) for s in seed.strategies] == [
-        "offload:turns=10", "summarize:turns=10", "deduplicate_file_reads:tool_name=read_file",
+        "offload:turns=10", "summarize:turns=10,max_tokens=2048", "deduplicate_file_reads:tool_name=read_file",
         "clear_tool_results:keep_pairs=3,keep_recent=0.0", "clamp_oversized_messages:max_part_tokens=4096",
         "sliding_window:keep_messages=40", "drop_observations", "drop_turns",
     ]
@@ -103,6 +103,7 @@ def test_default_config_matches_the_seed() -> None:
     # Budget first: no message cap and no fixed span unless asked for.
     assert defaults["sliding_window"] == {"keep_messages": None}
     assert defaults["summarize"]["turns"] is None
+    assert defaults["summarize"]["max_tokens"] == 4096  # the seed preset keeps its 2048
     assert defaults["clear_tool_results"] == {"keep_pairs": 3, "keep_recent": 0.5}
     assert config.max_fraction == 0.8 and config.context_window_tokens == 128_000
 

@@ -406,7 +406,7 @@ STRATEGY = StrategyInfo(
     summary="replace the oldest turns with one summary (needs --summarizer)",
     params=(
         Param("turns", int, None, "summarize the oldest turns, this many (default: exactly the span that has to go)"),
-        Param("max_tokens", int, 2048, "the most tokens the summary may take"),
+        Param("max_tokens", int, 4096, "the most tokens the summary may take"),
         Param("share", float, SUMMARY_SHARE, "the share of a token budget the summary may take"),
     ),
     apply=apply,
