@@ -10,6 +10,10 @@ TOKENS = "max_tokens"
 FRACTION = "max_fraction"
 UNLIMITED = "unlimited"
 
+# Under a token budget a run lands at or under AIM_SHARE of it, and above FILL_SHARE of it when it can.
+AIM_SHARE = 0.98
+FILL_SHARE = 0.95
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -46,6 +50,11 @@ class Budget:
     @property
     def unlimited(self) -> bool:
         return self.trigger == UNLIMITED
+
+    @property
+    def token_limit(self) -> float | None:
+        """The limit when it counts tokens (``max_tokens`` or ``max_fraction``); None for a message budget."""
+        return self.limit if self.trigger in (TOKENS, FRACTION) else None
 
     def over(self, messages: int, tokens: int) -> bool:
         if self.limit is None:

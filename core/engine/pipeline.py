@@ -10,7 +10,7 @@ from core import strategies
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine.budget import FRACTION, TOKENS, Budget
+from core.engine.budget import AIM_SHARE, Budget
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace
@@ -189,8 +189,8 @@ PINNED_FLOOR_TOKENS = 64
 
 
 def _task_pin_tokens(budget: Budget) -> int | None:
-    if budget.trigger in (TOKENS, FRACTION) and budget.limit is not None:
-        return int(budget.limit * TASK_PIN_SHARE)
+    if budget.token_limit is not None:
+        return int(budget.token_limit * TASK_PIN_SHARE)
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
@@ -223,7 +223,7 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     """When pinned messages alone exceed a token budget, cut the middle of the newest request, then
     (as a last resort) of the first system message, keeping head and tail and marking the cut."""
     budget = workspace.budget
-    if budget.trigger not in (TOKENS, FRACTION) or not workspace.over_budget():
+    if budget.token_limit is None or not workspace.over_budget():
         return
     from core.engine.clamp import clamp_content
 
@@ -273,19 +273,15 @@ def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) 
         actions.append(_action("turn_boundary", 0, outcome))
 
 
-# Rewritten messages are given back whole while the run stays at or under this share of the budget.
-GIVE_BACK_SHARE = 0.98
-
-
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     """Strategies run in order, each as far as the budget then needed: results cleared early may
     no longer need to be once a later step (the summary) took the oldest span. Those still in
     the kept window are put back as they were, newest first, while they fit; the newest that
     does not fit whole comes back with its middle cut, when the room left is worth it."""
-    budget = workspace.budget
-    if budget.trigger not in (TOKENS, FRACTION) or budget.limit is None or workspace.full:
+    limit = workspace.budget.token_limit
+    if limit is None or workspace.full:
         return
-    aim = int(budget.limit * GIVE_BACK_SHARE)
+    aim = int(limit * AIM_SHARE)
     if workspace.live_tokens >= aim:
         return
     stale = {e["line"] for e in workspace.ledger if e["strategy"] == "deduplicate_file_reads"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.engine.budget import FRACTION, TOKENS
+from core.engine.budget import AIM_SHARE
 from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
 from core.engine.workspace import Workspace
 from core.strategies.base import Param, StrategyInfo
@@ -15,21 +15,18 @@ SEED_PART_TOKENS = 4096
 def part_limit(workspace: Workspace, max_part_tokens: int | None) -> int:
     if max_part_tokens is not None:
         return max_part_tokens
-    budget = workspace.budget
-    if budget.trigger in (TOKENS, FRACTION) and budget.limit is not None and not workspace.full:
-        return max(MIN_PART_TOKENS, min(SEED_PART_TOKENS, int(budget.limit * PART_SHARE)))
+    limit = workspace.budget.token_limit
+    if limit is not None and not workspace.full:
+        return max(MIN_PART_TOKENS, min(SEED_PART_TOKENS, int(limit * PART_SHARE)))
     return SEED_PART_TOKENS
-
-
-AIM_SHARE = 0.98
 
 
 def _still_needed(workspace: Workspace) -> int:
     """Tokens the run must still lose to land just under a token budget (0 without one)."""
-    budget = workspace.budget
-    if workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None:
+    limit = workspace.budget.token_limit
+    if workspace.full or limit is None:
         return 0
-    return max(0, workspace.live_tokens - int(AIM_SHARE * budget.limit))
+    return max(0, workspace.live_tokens - int(AIM_SHARE * limit))
 
 
 def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:

@@ -10,7 +10,7 @@ defines, so the model knows what it saw and can read it again.
 from __future__ import annotations
 
 from core.engine import placeholders
-from core.engine.budget import FRACTION, TOKENS
+from core.engine.budget import AIM_SHARE, FILL_SHARE
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
 from core.strategies.base import Param, StrategyInfo
@@ -18,10 +18,10 @@ from core.strategies.base import Param, StrategyInfo
 
 def recent_start(workspace: Workspace, share: float) -> int:
     """The first position of the newest messages that together take ``share`` of a token budget."""
-    budget = workspace.budget
-    if workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None or share <= 0:
+    limit = workspace.budget.token_limit
+    if workspace.full or limit is None or share <= 0:
         return len(workspace.messages)
-    room = budget.limit * share
+    room = limit * share
     used = 0
     structure = workspace.structure
     for position in range(len(workspace.messages) - 1, -1, -1):
@@ -33,23 +33,17 @@ def recent_start(workspace: Workspace, share: float) -> int:
     return 0
 
 
-# A run aims at this share of a token budget; clearing a result that would land it far below
-# (under FILL_SHARE) cuts the result's middle instead, just enough.
-AIM_SHARE = 0.98
-FILL_SHARE = 0.95
-
-
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
     from core.engine.clamp import MIN_PART_TOKENS, clamp_content
 
-    budget = workspace.budget
-    if not workspace.fill_budget or workspace.full or budget.trigger not in (TOKENS, FRACTION) or budget.limit is None:
+    limit = workspace.budget.token_limit
+    if not workspace.fill_budget or workspace.full or limit is None:
         return False
     message = workspace.messages[position]
-    needed = workspace.live_tokens - int(AIM_SHARE * budget.limit)
-    if needed <= 0 or workspace.live_tokens - message.tokens >= FILL_SHARE * budget.limit:
-        return False  # clearing it whole does not overshoot
+    needed = workspace.live_tokens - int(AIM_SHARE * limit)
+    if needed <= 0 or workspace.live_tokens - message.tokens >= FILL_SHARE * limit:
+        return False  # clearing it whole does not land the run far below the aim
     room = message.tokens - needed - 16
     if room < MIN_PART_TOKENS:
         return False

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.engine.budget import FRACTION, MESSAGES, TOKENS
+from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
 from core.io import jsonio
@@ -160,11 +160,6 @@ def _span_to_go(workspace: Workspace, reserve_tokens: int) -> list[int]:
     return sorted(chosen)
 
 
-# A run lands at or under this share of a token budget, and above FILL_SHARE of it when it can.
-AIM_SHARE = 0.98
-FILL_SHARE = 0.95
-
-
 def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int) -> set[int]:
     """When the newest exchange of the span is what makes the run land well under the budget, keep it,
     its longest text cut in the middle to fit (head and tail kept): the budget is used, not wasted.
@@ -222,7 +217,7 @@ def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_
 def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: float) -> str:
     summarizer = workspace.seams.summarizer
     budget = workspace.budget
-    by_turns = turns is not None or workspace.full or budget.trigger not in (TOKENS, FRACTION)
+    by_turns = turns is not None or workspace.full or budget.token_limit is None
     if by_turns:
         removable = _oldest_turns(workspace, turns or SEED_TURNS)
         if budget.trigger == MESSAGES and turns is None and not workspace.full:
@@ -351,7 +346,7 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
             summary, request, by, notes, lost, previous_at = grown
             summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
-    if not workspace.full and workspace.budget.trigger in (TOKENS, FRACTION) and summary_tokens >= span_tokens:
+    if not workspace.full and workspace.budget.token_limit is not None and summary_tokens >= span_tokens:
         raise StrategyError(
             f"the summary ({summary_tokens:,} tokens) would not be smaller than what it replaces "
             f"({span_tokens:,} tokens); the turns stay as they are"
