@@ -336,3 +336,29 @@ def test_the_trace_of_a_removal_says_what_went_and_how_to_recall_it(tmp_path) ->
     assert trace.startswith("[compact: ") and "earlier message(s) removed" in trace
     assert "read_file ×" in trace and "src/m" in trace  # the tool and its targets
     assert f"compact recall WORDS --store {store_path}" in trace
+
+
+def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() -> None:
+    """give_back puts the input's message back and cuts its middle: one rewrite in the report, and
+    the ledger says how the kept message differs from the input (the earlier clearing line goes)."""
+    from core.counting.counter import MessageCounter
+    from core.engine.budget import Budget
+    from core.engine.workspace import Workspace
+    from core.messages import Message
+    from tests.helpers import shared_counter
+
+    counter = MessageCounter(shared_counter()[0])
+    texts = [("user", "the task"), ("assistant", "word " * 400), ("user", "go on")]
+    messages = counter.count_messages([Message({"role": r, "content": c}, line=n) for n, (r, c) in enumerate(texts, 1)])
+    budget = Budget.resolve(max_messages=None, max_tokens=10_000, max_fraction=None, window=128_000, window_resolved=False)
+    workspace = Workspace(messages, budget=budget, counter=counter)
+    workspace.begin("clear_tool_results", 1)
+    workspace.rewrite(1, {"role": "assistant", "content": "[compact: cleared]"}, "cleared")
+    workspace.end()
+    workspace.begin("give_back", 0)
+    original = workspace.restorable(1)
+    assert original is not None and original is messages[1]
+    workspace.restore(1, original, {"role": "assistant", "content": "word " * 50}, "given back in part")
+    assert workspace.end().rewritten == 1
+    assert [(e["strategy"], e["action"], e["tokens_before"]) for e in workspace.ledger] == [
+        ("give_back", "rewritten", messages[1].tokens)]

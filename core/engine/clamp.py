@@ -13,6 +13,7 @@ import orjson
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
+from core.messages import Message
 
 MIN_PART_TOKENS = 64
 
@@ -126,3 +127,16 @@ def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[A
                 changed += n
         out.append(call)
     return out, changed
+
+
+def middle_cut(message: Message, text_tokens: int, most_tokens: int, counter: MessageCounter) -> dict[str, Any] | None:
+    """``message``'s data with its long text parts cut in the middle to ``text_tokens`` each (head and
+    tail kept), when the message then takes at most ``most_tokens``; None when nothing was cut or it
+    still would not fit."""
+    content, changed = clamp_content(message.data.get("content"), text_tokens, counter)
+    if not changed:
+        return None
+    data = {**message.data, "content": content}
+    if counter.count_message(message.rewritten(data)).tokens > most_tokens:
+        return None
+    return data

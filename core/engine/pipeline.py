@@ -293,7 +293,7 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
             continue  # a stale read stays a pointer to the newer one
         current = workspace.messages[position]
         if workspace.live_tokens + original.tokens - current.tokens <= aim:
-            workspace.restore(position, original, "given back whole: it fits once later steps made room")
+            workspace.restore(position, original)
         elif not cut_one:
             cut_one = _give_back_in_part(workspace, position, original, aim)
     outcome = workspace.end("gave back rewritten messages, newest first, while they fit the budget")
@@ -307,20 +307,16 @@ GIVE_BACK_MIN_TOKENS = 96
 
 def _give_back_in_part(workspace: Workspace, position: int, original: Message, aim: int) -> bool:
     """The input's text of a rewritten message, its middle cut to fill the room left (head and tail kept)."""
-    from core.engine.clamp import clamp_content
+    from core.engine.clamp import middle_cut
 
     current = workspace.messages[position]
     room = aim - workspace.live_tokens
     if room < GIVE_BACK_MIN_TOKENS:
         return False
-    content, changed = clamp_content(original.data.get("content"), current.tokens + room - 16, workspace.counter)
-    if not changed:
+    data = middle_cut(original, current.tokens + room - 16, current.tokens + room, workspace.counter)
+    if data is None:
         return False
-    data = {**original.data, "content": content}
-    if workspace.counter.count_message(original.rewritten(data)).tokens > current.tokens + room:
-        return False
-    workspace.restore(position, original, "given back in part")
-    workspace.rewrite(position, data, "given back in part: its middle cut to fit the room later steps made")
+    workspace.restore(position, original, data, "given back in part: its middle cut to fit the room later steps made")
     return True
 
 

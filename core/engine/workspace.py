@@ -243,17 +243,20 @@ class Workspace:
             return None
         return original
 
-    def restore(self, position: int, original: Message, reason: str) -> int:
-        """Put back the input's version of a rewritten message; its ledger lines go. Returns the tokens added."""
+    def restore(self, position: int, original: Message, data: dict[str, Any] | None = None, reason: str = "") -> None:
+        """Put back the input's version of a rewritten message; its ledger lines go. With ``data``,
+        what is put back is the input's message rewritten to ``data`` (one ledger line, ``reason``)."""
         message = self.messages[position]
         self.messages[position] = original
         added = original.tokens - message.tokens
         if self.structure.counted[position]:
             self.live_tokens += added
         self.ledger[:] = [e for e in self.ledger if not (e["line"] == original.line and e["action"] == "rewritten")]
-        self._outcome.rewritten += 1
         self._outcome.tokens_saved -= added
-        return added
+        if data is None:
+            self._outcome.rewritten += 1
+        else:
+            self._rewrite(position, data, reason)
 
     def turn_number(self, position: int) -> int:
         """The input's turn number of a message (0 for the preamble, before the first user message)."""

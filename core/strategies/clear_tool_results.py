@@ -35,7 +35,7 @@ def recent_start(workspace: Workspace, share: float) -> int:
 
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
-    from core.engine.clamp import MIN_PART_TOKENS, clamp_content
+    from core.engine.clamp import MIN_PART_TOKENS, middle_cut
 
     limit = workspace.budget.token_limit
     if not workspace.fill_budget or workspace.full or limit is None:
@@ -47,11 +47,8 @@ def _cut_instead(workspace: Workspace, position: int) -> bool:
     room = message.tokens - needed - 16
     if room < MIN_PART_TOKENS:
         return False
-    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
-    if not changed:
-        return False
-    data = placeholders.with_content(message, content)
-    if workspace.counter.count_message(message.rewritten(data)).tokens > message.tokens - needed:
+    data = middle_cut(message, room, message.tokens - needed, workspace.counter)
+    if data is None:
         return False
     workspace.rewrite(position, data, "tool result cut in the middle: clearing it whole would overshoot the budget")
     return True
