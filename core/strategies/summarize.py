@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
@@ -247,8 +248,21 @@ def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
     return kept
 
 
+@dataclass(frozen=True)
+class Composed:
+    """A summary message, its size, and what the step reports of it."""
+
+    summary: dict[str, Any]
+    tokens: int
+    request: SummaryRequest
+    by: str
+    notes: list[str]
+    lost: list[str]  # identifiers the summarizer lost, appended verbatim
+    previous_at: int | None  # the earlier summary it folds in
+
+
 def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int,
-             digest: float = 1.0) -> tuple[Any, ...]:
+             digest: float = 1.0) -> Composed:
     """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = _previous_summary(workspace, removable[-1] + 1)
@@ -307,84 +321,84 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
             lines.insert(len(lines) - (store is not None), line)
             used += workspace.counter.count_text(line) + 1
     summary = {"role": "system", "content": "\n".join(lines)}
-    return summary, request, by, notes, lost, previous_at
+    tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
 
 
 def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool) -> str:
     """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the budget."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
-    summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
-    summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
-    if summary_tokens > room and summarizer.name == "extractive":
+    composed = _compose(workspace, summarizer, removable, room, digest)
+    if composed.tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
-        smaller = max(MIN_SUMMARY_TOKENS, room - (summary_tokens - room) - 8)
-        summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, smaller, digest)
-        summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+        smaller = max(MIN_SUMMARY_TOKENS, room - (composed.tokens - room) - 8)
+        composed = _compose(workspace, summarizer, removable, smaller, digest)
     budget = workspace.budget
-    if (fit_budget and summarizer.name == "extractive" and budget.limit
-            and room - summary_tokens > SLACK_SHARE * budget.limit):
+    # (Extractive only: asking a model again would cost a second call.)
+    refit = fit_budget and summarizer.name == "extractive" and bool(budget.limit)
+    if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
-        shorter = _span_to_go(workspace, summary_tokens + 8)
+        shorter = _span_to_go(workspace, composed.tokens + 8)
         if shorter and len(shorter) < len(removable):
             removable = shorter
-            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
-            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
-    # (Extractive only: asking a model again would cost a second call.)
-    if fit_budget and summarizer.name == "extractive" and budget.limit and len(removable) > 1:
-        kept = _keep_newest_partly(workspace, removable, summary_tokens)
+            composed = _compose(workspace, summarizer, removable, room, digest)
+    if refit and len(removable) > 1:
+        kept = _keep_newest_partly(workspace, removable, composed.tokens)
         if kept:
             removable = [p for p in removable if p not in kept]
-            summary, request, by, notes, lost, previous_at = _compose(workspace, summarizer, removable, room, digest)
-            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
-    span_start = removable[0]
+            composed = _compose(workspace, summarizer, removable, room, digest)
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
-    if previous_at is not None:
-        span_tokens += workspace.messages[previous_at].tokens
-    if fit_budget and summarizer.name == "extractive" and budget.limit:
-        grown = _top_up(workspace, summarizer, removable, digest, span_tokens, summary_tokens)
-        if grown is not None:
-            summary, request, by, notes, lost, previous_at = grown
-            summary_tokens = workspace.counter.count_message(Message(data=summary)).tokens
+    if composed.previous_at is not None:
+        span_tokens += workspace.messages[composed.previous_at].tokens
+    if refit:
+        composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed) or composed
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
-    if not workspace.full and workspace.budget.token_limit is not None and summary_tokens >= span_tokens:
+    if not workspace.full and budget.token_limit is not None and composed.tokens >= span_tokens:
         raise StrategyError(
-            f"the summary ({summary_tokens:,} tokens) would not be smaller than what it replaces "
+            f"the summary ({composed.tokens:,} tokens) would not be smaller than what it replaces "
             f"({span_tokens:,} tokens); the turns stay as they are"
         )
+    _replace_span(workspace, removable, composed)
+    request = composed.request
+    detail = f"summarized turns {request.first_turn}-{request.last_turn} ({len(removable)} messages) with {composed.by}"
+    lost = composed.lost
+    if lost:
+        shown = "; ".join(lost[:5]) + (f"; … {len(lost) - 5} more" if len(lost) > 5 else "")
+        detail += f"; appended {len(lost)} identifier(s) the summary had lost: {shown}"
+    if composed.notes:
+        detail += "; " + "; ".join(composed.notes)
+    return detail
+
+
+def _replace_span(workspace: Workspace, removable: list[int], composed: Composed) -> None:
+    """The span goes; the summary takes the place of the earlier one it folds in, or of the span."""
+    request, previous_at = composed.request, composed.previous_at
     for position in removable:
         workspace.remove([position], f"summarized into turns {request.first_turn}-{request.last_turn}")
     if previous_at is not None and (workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)):
         # The earlier summary (this run's, a previous run's or the agent's) takes the new one in.
-        workspace.rewrite_own(previous_at, summary, "earlier summary folded into the new one")
+        workspace.rewrite_own(previous_at, composed.summary, "earlier summary folded into the new one")
     else:
-        workspace.insert(span_start, Message(data=summary))  # before the span's first message
-    detail = f"summarized turns {request.first_turn}-{request.last_turn} ({len(removable)} messages) with {by}"
-    if lost:
-        shown = "; ".join(lost[:5]) + (f"; … {len(lost) - 5} more" if len(lost) > 5 else "")
-        detail += f"; appended {len(lost)} identifier(s) the summary had lost: {shown}"
-    if notes:
-        detail += "; " + "; ".join(notes)
-    return detail
+        workspace.insert(removable[0], Message(data=composed.summary))  # before the span's first message
 
 
 def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
-            span_tokens: int, summary_tokens: int) -> tuple[Any, ...] | None:
+            span_tokens: int, composed: Composed) -> Composed | None:
     """When the run would still land under FILL_SHARE of the budget, a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
     limit = workspace.budget.limit or 0
-    after = workspace.live_tokens - span_tokens + summary_tokens
+    after = workspace.live_tokens - span_tokens + composed.tokens
     slack = int(AIM_SHARE * limit) - after
     if after >= FILL_SHARE * limit or slack <= 0:
         return None
-    target = summary_tokens + slack
+    target = composed.tokens + slack
     for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim
         grown = _compose(workspace, summarizer, removable, target, digest)
-        grown_tokens = workspace.counter.count_message(Message(data=grown[0])).tokens
-        if grown_tokens <= summary_tokens:
+        if grown.tokens <= composed.tokens:
             return None  # nothing had been left out
-        if grown_tokens <= summary_tokens + slack:
+        if grown.tokens <= composed.tokens + slack:
             return grown
-        target -= grown_tokens - (summary_tokens + slack) + 4
+        target -= grown.tokens - (composed.tokens + slack) + 4
     return None
 
 
