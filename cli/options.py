@@ -70,7 +70,6 @@ UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing
 RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa.")]
 SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")]
-NoCountCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not use the persistent token-count cache.")]
 CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")]
 GraphOpt = Annotated[Path | None, typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)]
@@ -176,7 +175,7 @@ class CountingFlags:
     chars_per_token: CharsOpt = None
     framing: FramingOpt = None
     config: ConfigOpt = None
-    no_cache: NoCountCacheOpt = False
+    no_cache: NoCacheOpt = False
 
     def build(self, **more: Any) -> Any:
         """The MemoryConfig that says how to count (``more``: other flags given, e.g. context_window)."""
