@@ -11,6 +11,7 @@ from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import AIM_SHARE, Budget
+from core.engine.clamp import clamp_content, middle_cut
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace
@@ -225,8 +226,6 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     budget = workspace.budget
     if budget.token_limit is None or not workspace.over_budget():
         return
-    from core.engine.clamp import clamp_content
-
     structure = workspace.structure
     newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)
     system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
@@ -307,8 +306,6 @@ GIVE_BACK_MIN_TOKENS = 96
 
 def _give_back_in_part(workspace: Workspace, position: int, original: Message, aim: int) -> bool:
     """The input's text of a rewritten message, its middle cut to fill the room left (head and tail kept)."""
-    from core.engine.clamp import middle_cut
-
     current = workspace.messages[position]
     room = aim - workspace.live_tokens
     if room < GIVE_BACK_MIN_TOKENS:

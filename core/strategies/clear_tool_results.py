@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from core.engine import placeholders
 from core.engine.budget import AIM_SHARE, FILL_SHARE
+from core.engine.clamp import MIN_PART_TOKENS, middle_cut
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
 from core.strategies.base import Param, StrategyInfo
@@ -35,8 +36,6 @@ def recent_start(workspace: Workspace, share: float) -> int:
 
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
-    from core.engine.clamp import MIN_PART_TOKENS, middle_cut
-
     limit = workspace.budget.token_limit
     if not workspace.fill_budget or workspace.full or limit is None:
         return False

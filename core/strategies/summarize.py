@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
+from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
 from core.io import jsonio
@@ -165,8 +166,6 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     """When the newest exchange of the span is what makes the run land well under the budget, keep it,
     its longest text cut in the middle to fit (head and tail kept): the budget is used, not wasted.
     Returns the positions kept (their text rewritten), or an empty set."""
-    from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
-
     limit = workspace.budget.limit or 0
     counted = workspace.structure.counted
     span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
