@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from core.config import MemoryConfig
 from core.counting.counter import (
@@ -26,13 +26,15 @@ from core.counting.tokenizers import EncoderChoice, TokenCounter, bpe_available,
 from core.engine.pipeline import BUDGET, FULL, UNLIMITED, CompactionResult, compact
 from core.engine.seams import Seams
 from core.errors import CheckFailed, ConfigError
-from core.formats.base import Decoded
 from core.io import jsonio
 from core.io.staged import is_regular_file
 from core.io.transcript import LineRef, open_input, serialise
 from core.messages import Message
 from core.report import CompressionReport, DatasetReport, FormatReport
 from core.run_cache import RunCache, run_key
+
+if TYPE_CHECKING:  # reading a transcript loads the formats; --help and a run memo hit need not
+    from core.formats.base import Decoded
 
 OPENAI = "openai"  # = core.formats.OPENAI (imported lazily there)
 DATASET = "dataset"  # = core.formats.DATASET
