@@ -29,7 +29,6 @@ why). Anything else is read as a transcript.
 from __future__ import annotations
 
 import io
-import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
@@ -45,7 +44,7 @@ from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
 from core.formats.dataset import is_chat_conversation, is_conversation
 from core.io import jsonio
-from core.io.rawinput import iter_lines, numbered_lines  # the one reader of raw input
+from core.io.rawinput import numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
 from core.report import ConversationRow, DatasetReport, EncoderReport
@@ -203,26 +202,6 @@ def compact_dataset_lines(
         yield b"\n"
     if not seen:
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
-
-
-def _numbered(lines: Iterable[bytes], name: str) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of the non-blank lines, or of the elements of a JSON array file."""
-    source = iter(lines)
-    head: list[bytes] = []
-    for line in source:
-        head.append(line)
-        text = line[len(jsonio.UTF8_BOM):] if len(head) == 1 and line.startswith(jsonio.UTF8_BOM) else line
-        if text.strip():
-            if text.lstrip()[:1] == b"[":
-                return _elements(b"".join([text, *source]), name)
-            break
-    return iter_lines(itertools.chain(head, source))
-
-
-def _elements(data: bytes, name: str) -> Iterator[tuple[int, bytes]]:
-    from core.formats import parse_array
-
-    return enumerate(parse_array(data, name).splitlines(), start=1)
 
 
 def compact_dataset_bytes(data: bytes, name: str, config: MemoryConfig, **options: Any) -> tuple[bytes, dict[str, Any]]:
