@@ -14,8 +14,6 @@ from core.batch.dataset_run import (
     TRANSCRIPT,
     compact_dataset_bytes,
     looks_like_dataset,
-    sniff_bytes,
-    sniff_file,
 )
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
@@ -82,6 +80,27 @@ def validate_dataset_report(report: dict[str, Any]) -> None:
 )
 def test_a_dataset_line_is_an_object_with_a_messages_list_and_no_role(line: bytes, expected: bool) -> None:
     assert looks_like_dataset(line) is expected
+
+
+def detected(path: str, stdin: bytes | None = None) -> str:
+    """What the formats detector, which every command uses, makes of a file or of stdin."""
+    import io
+
+    from core import formats
+
+    try:
+        codec = formats.sniff(path, stdin=None if stdin is None else io.BytesIO(stdin))[2]
+    except InputError:
+        return TRANSCRIPT  # the transcript reader says what is wrong with it
+    return DATASET if codec.name == formats.DATASET else TRANSCRIPT
+
+
+def sniff_file(path: str) -> str:
+    return detected(path)
+
+
+def sniff_bytes(data: bytes) -> str:
+    return detected("-", data)
 
 
 def test_detection_reads_the_first_non_blank_line(tmp_path: Path, samples: Path) -> None:

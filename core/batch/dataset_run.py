@@ -16,9 +16,8 @@ With ``skip_invalid`` a line that is not a valid conversation (malformed
 JSON, or any invalid message in it) is kept verbatim and listed in
 ``skipped_lines``; otherwise it is an error naming the line and the message.
 
-Detection is the formats detector's (core.formats.sniff; :func:`sniff_file` asks
-it): a first non-blank line with a list ``messages`` and no ``role`` is a dataset;
-a ShareGPT conversation line is one when a second conversation line follows it (a
+Detection is the formats detector's (core.formats.sniff): a first non-blank line
+with a list ``messages`` and no ``role`` is a dataset; a ShareGPT conversation line is one when a second conversation line follows it (a
 single ShareGPT conversation is one transcript). A file starting with ``[`` is a
 JSON array: a dataset when its elements are conversations, and
 :func:`compact_dataset_lines` then takes the elements as the lines (element N is
@@ -28,9 +27,8 @@ why). Anything else is read as a transcript.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -60,29 +58,6 @@ def looks_like_dataset(line: bytes | str) -> bool:
     except orjson.JSONDecodeError:
         return False
     return is_conversation(data)
-
-
-def sniff_file(path: str) -> str:
-    """``dataset`` or ``transcript``: what the formats detector (core.formats.sniff), which every command uses, makes of the file."""
-    return _sniff(path, None)
-
-
-def sniff_stream(stream: BinaryIO) -> str:
-    return _sniff("-", stream)
-
-
-def sniff_bytes(data: bytes) -> str:
-    return _sniff("-", io.BytesIO(data))
-
-
-def _sniff(path: str, stdin: BinaryIO | None) -> str:
-    from core import formats
-
-    try:
-        codec = formats.sniff(path, stdin=stdin)[2]
-    except InputError:
-        return TRANSCRIPT  # the transcript reader says what is wrong with it
-    return DATASET if codec.name == formats.DATASET else TRANSCRIPT
 
 
 class DatasetCompactor:
