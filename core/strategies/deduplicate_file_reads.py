@@ -129,20 +129,20 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     events.sort()
     # For each read, the next event that makes it stale: a read of the same part, or any change.
     stale_by: dict[int, tuple[str, int]] = {}
-    latest_read: dict[tuple[str, str], int] = {}
+    latest_read: dict[str, dict[str, int]] = {}  # path -> part read -> the newest read of it
     open_reads: dict[str, list[int]] = {}
     for position, kind, path, part, _tool in events:
         if kind == "read":
-            earlier = latest_read.get((path, part))
+            parts = latest_read.setdefault(path, {})
+            earlier = parts.get(part)
             if earlier is not None:
                 stale_by.setdefault(earlier, ("read", position))
-            latest_read[(path, part)] = position
+            parts[part] = position
             open_reads.setdefault(path, []).append(position)
         else:
             for earlier in open_reads.pop(path, []):
                 stale_by.setdefault(earlier, ("write", position))
-            for key in [k for k in latest_read if k[0] == path]:
-                del latest_read[key]
+            latest_read.pop(path, None)
     replaced = 0
     for position, kind, path, _part, tool in events:
         if kind != "read" or position not in stale_by:
