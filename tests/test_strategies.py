@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.engine.pipeline import Seams
@@ -362,3 +364,54 @@ def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() ->
     assert workspace.end().rewritten == 1
     assert [(e["strategy"], e["action"], e["tokens_before"]) for e in workspace.ledger] == [
         ("give_back", "rewritten", messages[1].tokens)]
+
+
+@pytest.mark.parametrize("budget", [4000, 16000])
+def test_every_placeholder_left_in_the_output_names_what_its_result_defined(budget: int) -> None:
+    """The gist of a cleared result ("defines f, g" or its error) is what the model can act on; a
+    long session's results are cleared by the thousand, and the ones still in the output keep it."""
+    from core.engine import placeholders
+    from core.messages import content_text
+    from tests.test_generator import generator
+
+    messages = [json.loads(line) for line in generator.generate(1500, seed=3, size_scale=0.3)]
+    out = run_core(messages, max_tokens=budget, summarizer="none")
+    by_line = {i: m for i, m in enumerate(messages, start=1)}
+    checked = 0
+    for message in out.messages:
+        text = content_text(message.data)
+        if message.role != "tool" or not text.startswith("[compact: tool result of "):
+            continue
+        gist = placeholders.result_gist(content_text(by_line[message.line]))
+        if gist:
+            assert text.endswith(f"; {gist}]"), text
+            checked += 1
+    assert checked >= 2
+
+
+def test_messages_the_run_must_remove_anyway_are_not_rewritten_first() -> None:
+    """Far over a token budget, the oldest results cannot stay whatever is cleared: clearing them
+    before the window removes them is wasted work, and each leaves one ledger line, "removed"."""
+    from tests.test_generator import generator
+
+    messages = [json.loads(line) for line in generator.generate(1500, seed=3, size_scale=0.3)]
+    out = run_core(messages, max_tokens=4000, summarizer="none")
+    ledger = out.report["removed"]
+    cleared = [e for e in ledger if e["strategy"] == "clear_tool_results"]
+    results = sum(1 for m in messages if m["role"] == "tool")
+    assert cleared and len(cleared) < results // 2  # the results nearer the kept window only
+    older = [e for e in ledger if e["line"] < min(e["line"] for e in cleared)]
+    assert len(older) > 500 and all(e["action"] == "removed" for e in older)
+    assert len({e["line"] for e in older}) == len(older)  # one ledger line each
+
+
+def test_without_a_window_step_every_old_result_is_still_cleared() -> None:
+    """Only a later sliding_window makes the oldest messages certain to go: a list without one
+    still clears every old result, however far over the budget the run stays."""
+    from tests.test_generator import generator
+
+    messages = [json.loads(line) for line in generator.generate(600, seed=3, size_scale=0.3)]
+    out = run_core(messages, max_tokens=4000, summarizer="none", strategies=["clear_tool_results"])
+    results = sum(1 for m in messages if m["role"] == "tool")
+    cleared = [e for e in out.report["removed"] if e["strategy"] == "clear_tool_results"]
+    assert len(cleared) >= results - 50

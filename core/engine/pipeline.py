@@ -391,7 +391,7 @@ def _run_strategies(
     for pass_number in range(1, cap + 1):
         passes = pass_number
         progress = False
-        for spec in config.strategy_specs:
+        for index, spec in enumerate(config.strategy_specs):
             info = strategies.get(spec.kind)
             missing = seams.reason_missing(info.needs)
             if missing is not None:
@@ -399,6 +399,7 @@ def _run_strategies(
                 continue
             if not full and not workspace.over_budget():
                 break
+            workspace.must_go_before = _must_go_before(workspace, config, index)
             workspace.begin(info.name, pass_number)
             try:
                 detail = info.run(workspace, spec.params)
@@ -417,6 +418,16 @@ def _run_strategies(
         if full or not workspace.over_budget() or not progress:
             break
     return passes
+
+
+def _must_go_before(workspace: Workspace, config: MemoryConfig, index: int) -> int:
+    """Where the messages that must go end, when a later sliding_window keeps only the newest that
+    fit: rewriting older ones (clearing, clamping) would be work for messages the run then removes."""
+    if config.seed_semantics:
+        return 0
+    if not any(strategies.get(spec.kind).name == "sliding_window" for spec in config.strategy_specs[index + 1:]):
+        return 0
+    return workspace.oldest_that_can_stay()
 
 
 def _action(strategy: str, pass_number: int, outcome: Any) -> dict[str, Any]:

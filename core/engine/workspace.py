@@ -37,6 +37,10 @@ class StepOutcome:
         return self.removed > 0 or self.rewritten > 0 or self.added > 0
 
 
+# However it is rewritten, a message kept in the result takes at least this many tokens (or its own).
+MIN_KEPT_TOKENS = 8
+
+
 class Workspace:
     def __init__(
         self,
@@ -62,6 +66,9 @@ class Workspace:
         # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
         # does not delete the record of what an earlier one removed.
         self.own: set[int] = set()
+        # Set by the pipeline before each step: messages before this position cannot stay within the
+        # token budget whatever is rewritten, and a later step keeps only the newest that fit.
+        self.must_go_before = 0
         self._rewritten_in_step: dict[int, dict[str, Any]] = {}
         self.source = source
         self.budget = budget
@@ -98,6 +105,27 @@ class Workspace:
     def should_continue(self) -> bool:
         """Removing strategies stop as soon as the budget is met, unless asked to act fully."""
         return self.full or self.over_budget()
+
+    def oldest_that_can_stay(self) -> int:
+        """The oldest position whose message can be in a result within the token budget: however a
+        message is rewritten it keeps at least MIN_KEPT_TOKENS (or its own size), a pinned one all."""
+        limit = self.budget.token_limit
+        if self.full or limit is None:
+            return 0
+        counted = self.structure.counted
+        floor = 0
+        for position in range(len(self.messages) - 1, -1, -1):
+            if position in self.removed or not counted[position]:
+                continue
+            tokens = self.messages[position].tokens
+            floor += tokens if self.structure.pinned[position] else min(tokens, MIN_KEPT_TOKENS)
+            if floor > limit:
+                return position + 1
+        return 0
+
+    def must_go(self, position: int) -> bool:
+        """Rewriting this message is wasted: it must go for the run to reach the budget (unpinned)."""
+        return position < self.must_go_before and not self.structure.pinned[position]
 
     def floor(self) -> tuple[int, int]:
         """Messages and tokens no strategy may remove: pinned messages and what they hold paired."""

@@ -35,7 +35,7 @@ def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
     for position, message in enumerate(workspace.messages):
         if not workspace.should_continue():
             break
-        if workspace.pinned(position) or message.tokens <= limit or not workspace.alive(position):
+        if workspace.pinned(position) or workspace.must_go(position) or message.tokens <= limit or not workspace.alive(position):
             continue
         # Cut only as much as the budget still needs: the rest of a long part is worth keeping.
         part_room = max(limit, message.tokens - _still_needed(workspace)) if max_part_tokens is None else limit

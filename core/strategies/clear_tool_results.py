@@ -65,7 +65,7 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         if not workspace.should_continue() or position >= protected_from:
             break
         message = messages[position]
-        if workspace.pinned(position) or placeholders.is_placeholder(message):
+        if workspace.pinned(position) or workspace.must_go(position) or placeholders.is_placeholder(message):
             continue
         tool, target = "", ""
         key = call_of.get(position)

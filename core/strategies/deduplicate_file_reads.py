@@ -150,7 +150,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
         if not workspace.should_continue():
             break
         message = messages[position]
-        if workspace.pinned(position) or placeholders.is_placeholder(message) or not workspace.alive(position):
+        if workspace.pinned(position) or workspace.must_go(position) or placeholders.is_placeholder(message) or not workspace.alive(position):
             continue
         by, at = stale_by[position]
         while by == "read" and at in stale_by:  # point past reads that are stale themselves
