@@ -371,18 +371,22 @@ def test_every_placeholder_left_in_the_output_names_what_its_result_defined(budg
     """The gist of a cleared result ("defines f, g" or its error) is what the model can act on; a
     long session's results are cleared by the thousand, and the ones still in the output keep it."""
     from core.engine import placeholders
+    from core.engine.file_calls import quotes_files
     from core.messages import content_text
     from tests.test_generator import generator
 
     messages = [json.loads(line) for line in generator.generate(1500, seed=3, size_scale=0.3)]
     out = run_core(messages, max_tokens=budget, summarizer="none")
     by_line = {i: m for i, m in enumerate(messages, start=1)}
+    calls = {c["id"]: c for m in messages for c in m.get("tool_calls") or ()}
     checked = 0
     for message in out.messages:
         text = content_text(message.data)
         if message.role != "tool" or not text.startswith("[compact: tool result of "):
             continue
-        gist = placeholders.result_gist(content_text(by_line[message.line]))
+        original = by_line[message.line]
+        quoting = quotes_files(calls[original["tool_call_id"]])
+        gist = placeholders.result_gist(content_text(original), quotes_files=quoting)
         if gist:
             assert text.endswith(f"; {gist}]"), text
             checked += 1

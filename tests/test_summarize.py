@@ -258,3 +258,37 @@ def test_a_short_summary_keeps_findings_over_announcements_and_edit_receipts() -
     roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
     assert "Let me look at `src/export/step_0.py`" in roomy  # with room, the announcements are kept too
     assert "replaced 2 lines with 3 lines" not in roomy
+
+
+def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> None:
+    """A docstring's "KeyError: If the key is not registered." or a test's expected message is the
+    file's text: the read is recorded with what the file defines, and only a read that failed
+    (its output opens with the error) is recorded as an error."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    source = '"""Registry of stores."""\n\n\ndef lookup_store(name: str) -> Store:\n    """Find a store.\n\n' \
+             '    Raises:\n        KeyError: If the store is not registered.\n    """\n    return STORES[name]\n\n\n' \
+             'class StoreIndex:\n    pass\n'
+    turns = [msg("user", "Why does lookup fail for the archive store?"),
+             assistant_calls(call("r1", "read_file", path="src/registry.py"), call("r2", "read_file", path="src/gone.py")),
+             result("r1", source),
+             result("r2", "Error: [Errno 2] No such file or directory: 'src/gone.py'")]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert "- read src/registry.py (15 lines): defines lookup_store, StoreIndex" in text
+    assert "KeyError: If the store is not registered." not in text
+    assert "- read_file(src/gone.py): Error: [Errno 2] No such file or directory: 'src/gone.py'" in text
+
+
+def test_a_traceback_is_recorded_by_the_exception_it_ended_with() -> None:
+    """"Traceback (most recent call last):" says only that something raised; the line naming the
+    exception says what, and that is the line a model can act on."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    trace = ("Traceback (most recent call last):\n  File \"/app/cli.py\", line 12, in main\n    run(args)\n"
+             "  File \"/app/run.py\", line 40, in run\n    return table[key]\nKeyError: 'tenant'\n")
+    turns = [msg("user", "Run the export"), assistant_calls(call("s1", "bash", command="python -m app export")),
+             result("s1", trace)]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert "- ran `python -m app export`: KeyError: 'tenant'" in text

@@ -18,10 +18,10 @@ from typing import Any, BinaryIO
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
+from core.engine.file_calls import PATH_ARGUMENTS
 from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
-from core.strategies.deduplicate_file_reads import PATH_ARGUMENTS
 
 STATS_VERSION = 1
 DEFAULT_TOP = 10

@@ -13,7 +13,7 @@ from core.messages import (
     content_text,
     tool_calls,
 )
-from core.summarizers.facts import first_error_line, outline
+from core.summarizers.facts import first_error_line, opening_error_line, outline
 
 PREFIX = PLACEHOLDER_PREFIX
 
@@ -65,12 +65,13 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def result_gist(text: str) -> str:
-    """A cleared result's gist: the names a source file defines, or its first error line."""
+def result_gist(text: str, *, quotes_files: bool = False) -> str:
+    """A cleared result's gist: the names a source file defines, or its error (for output that
+    quotes files, a read or a search, only the error it opens with: the rest is the files')."""
     names = outline(text)
     if len(names) >= 2:
         return "defines " + ", ".join(names)
-    error = first_error_line(text)
+    error = opening_error_line(text) if quotes_files else first_error_line(text)
     return f"error: {_short(error, TARGET_CHARS)}" if error else ""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from core.engine import placeholders
 from core.engine.budget import AIM_SHARE, FILL_SHARE
 from core.engine.clamp import MIN_PART_TOKENS, middle_cut
+from core.engine.file_calls import quotes_files
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
 from core.strategies.base import Param, StrategyInfo
@@ -67,16 +68,16 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         message = messages[position]
         if workspace.pinned(position) or workspace.must_go(position) or placeholders.is_placeholder(message):
             continue
-        tool, target = "", ""
+        tool, target, quoting = "", "", False
         key = call_of.get(position)
         if key is not None:
             call = next((c for c in tool_calls(messages[key[0]].data) if str(c.get("id")) == key[1]), None)
             if call is not None:
-                tool, target = call_name(call), placeholders.call_target(call)
+                tool, target, quoting = call_name(call), placeholders.call_target(call), quotes_files(call)
         if _cut_instead(workspace, position):
             cleared += 1
             break  # the budget is met
-        gist = placeholders.result_gist(content_text(message.data))
+        gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting)
         data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             data = placeholders.with_content(message, placeholders.cleared(message.tokens))  # the short form

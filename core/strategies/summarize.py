@@ -18,14 +18,13 @@ from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
+from core.engine.file_calls import classify
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
 from core.io import jsonio
 from core.messages import (
     SUMMARY_MARKER,
     Message,
-    call_arguments,
-    call_name,
     content_text,
     is_summary,
     original_data,
@@ -34,7 +33,7 @@ from core.messages import (
 )
 from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import SummaryRequest
-from core.summarizers.facts import MAX_FACTS, PATH_KEYS, extract_facts, missing_facts
+from core.summarizers.facts import MAX_FACTS, extract_facts, missing_facts
 
 MARKER = SUMMARY_MARKER
 FILES_READ = "Files read:"
@@ -43,23 +42,17 @@ FACTS = "Kept verbatim:"
 _HEADER_TURNS = re.compile(re.escape(SUMMARY_MARKER) + r" turns (\d+)-(\d+)")
 MAX_FILES = 30
 MAX_KEPT_FACTS = 20
-READ_TOOLS = ("read_file", "Read", "view", "cat", "open_file", "NotebookRead")
-CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file")
 
 
 def tracked_files(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """The files the span's tool calls read and changed, in order, whatever agent made the calls."""
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
     for message in messages:
         for call in tool_calls(message):
-            name = call_name(call)
-            target = read if name in READ_TOOLS else changed if name in CHANGE_TOOLS else None
-            if target is None:
-                continue
-            arguments = call_arguments(call)
-            for key in PATH_KEYS:
-                if isinstance(arguments.get(key), str):
-                    target[arguments[key]] = None
+            found = classify(call)
+            if found is not None:
+                (read if found[0] == "read" else changed)[found[1]] = None
     return list(read), list(changed)
 
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.counting.counter import MessageCounter
+from core.engine.file_calls import PATH_ARGUMENTS, SHELL_TOOLS, FileCall, classify, quotes_files
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
-from core.summarizers.facts import LINE_NUMBER, first_error_line, outline
+from core.summarizers.facts import LINE_NUMBER, first_error_line, opening_error_line, outline
 
 ASK_CHARS = 400
 SAY_CHARS = 220
@@ -46,13 +47,6 @@ _CODE_LINE = re.compile(r"^\s*(?:def |class |import |from |return |if |for |whil
 # A decision or a finding, not an announcement of the next step ("Let me look at X", "I'll run Y"):
 # those say what the assistant was about to do, which the lines for its tool calls already record.
 _DECISION = re.compile(r"\b(?:we should|decided|the fix|root cause|because|so that|instead|the (?:problem|issue|cause) (?:is|was))\b", re.IGNORECASE)
-READ_TOOLS = ("read_file", "Read", "read", "view", "open_file", "NotebookRead", "ReadFile")
-CHANGE_TOOLS = ("write_file", "edit_file", "Edit", "Write", "MultiEdit", "apply_patch", "NotebookEdit", "create_file",
-                "edit", "write", "replace", "str_replace_editor", "str_replace_based_edit_tool")
-SHELL_TOOLS = ("shell", "bash", "Bash", "exec_command", "local_shell", "run_shell_command")
-PATH_KEYS = ("file_path", "path", "absolute_path", "notebook_path", "filename", "file")
-
-
 @dataclass(frozen=True)
 class _Line:
     priority: int
@@ -68,7 +62,7 @@ def _one_line(text: str, limit: int) -> str:
 
 
 def _path(arguments: Mapping[str, Any]) -> str:
-    for key in PATH_KEYS:
+    for key in PATH_ARGUMENTS:
         value = arguments.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
@@ -123,28 +117,29 @@ def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
     return (prose + other)[:limit]
 
 
-def _result_summary(tool: str, arguments: Mapping[str, Any], result: str) -> tuple[int, str] | None:
+def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str) -> tuple[int, str] | None:
     """One line for a tool call and what it returned, with its priority."""
-    path = _path(arguments)
+    tool, arguments = call_name(call), call_arguments(call)
+    path = found[1] if found is not None else _path(arguments)
     lines = result.count("\n") + 1 if result else 0
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
-    error = first_error_line(result) if result else None
-    if error and tool not in CHANGE_TOOLS and tool not in SHELL_TOOLS:
-        return ERROR, f"- {tool}({path or _one_line(str(next(iter(arguments.values()), '')), 60)}): {_one_line(error, SAY_CHARS)}"
-    if tool in READ_TOOLS or (tool in ("str_replace_editor", "str_replace_based_edit_tool")
-                              and arguments.get("command") == "view"):
+    # Files' text may quote errors: only a read or search whose output opens with one failed.
+    error = (opening_error_line(result) if quotes_files(call) else first_error_line(result)) if result else None
+    if found is not None and found[0] == "read":
+        if error:
+            return ERROR, f"- {tool}({path}): {_one_line(error, SAY_CHARS)}"
         names = outline(result)
         if not names:
             return None  # the summary's "Files read" list names it
-        return READ, f"- read {path or '?'} ({lines} lines): defines {', '.join(names)}"
-    if tool in CHANGE_TOOLS:
+        return READ, f"- read {path} ({lines} lines): defines {', '.join(names)}"
+    if found is not None:
+        if error:
+            return ERROR, f"- changing {path} failed: {_one_line(error, SAY_CHARS)}"
         new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
         names = outline(str(new)) if new else []
-        if error:
-            return ERROR, f"- changing {path or '?'} failed: {_one_line(error, SAY_CHARS)}"
         if not names:
             return None  # the summary's "Files changed" list names it
-        return CHANGE, f"- changed {path or '?'}: defines {', '.join(names)}"
+        return CHANGE, f"- changed {path}: defines {', '.join(names)}"
     if tool in SHELL_TOOLS:
         command = _command(arguments)
         if error:
@@ -191,13 +186,14 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
             kinds.add("next_step")
     for call in tool_calls(message):
         result = results.get(str(call.get("id")), "")
-        line = _result_summary(call_name(call), call_arguments(call), result)
+        found = classify(call)
+        line = _result_summary(call, found, result)
         kinds.add("technical_detail")
         if line is not None:
             add(*line)
             if line[0] == ERROR:
                 kinds.add("error")
-        if call_name(call) in CHANGE_TOOLS:
+        if found is not None and found[0] == "write":
             continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
         for fact in _facts(result, 2, from_tool=True):
             add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")

@@ -21,7 +21,7 @@ _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/-]*\d(?![\w])|(?<![\w.])\d(?![\w.])")
 _HANDLE = re.compile(r"\boff_[0-9a-f]{16}\b")
 # A line that reports an error, not one that merely names an Error class.
 ERROR_LINE = re.compile(
-    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|error:|ERROR\b|FAILED\b|fatal:)"
+    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:)"
 )
 
 
@@ -29,12 +29,33 @@ ERROR_SCAN_CHARS = 32_000
 _DIFF_OR_NUMBER = re.compile(r"^\s*(?:[+-](?=\s)|\d+(?:→|\t|:))")
 
 
+# A signature's parameter ("def f(error: Path)") is not an error line.
+_SIGNATURE = re.compile(r"^\W*(?:async\s+)?(?:def|class|fn|func|function)\s")
+
+
+# The line that names a traceback's exception: unindented, after the frames.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+
+
 def first_error_line(text: str) -> str | None:
-    for line in text[:ERROR_SCAN_CHARS].splitlines():  # an error shows early; output can be megabytes
-        if ERROR_LINE.search(line):
+    lines = text[:ERROR_SCAN_CHARS].splitlines()  # an error shows early; output can be megabytes
+    for index, line in enumerate(lines):
+        if ERROR_LINE.search(line) and not _SIGNATURE.match(line):
+            if "Traceback (most recent call last)" in line:
+                # The header says only that something raised: the exception line says what.
+                line = next((ln for ln in lines[index + 1:] if _EXCEPTION_LINE.match(ln)), line)
             # A diff's "+"/"-" and a listing's line number are not part of the error.
             return _DIFF_OR_NUMBER.sub("", line).strip()[:MAX_FACT_CHARS]
     return None
+
+
+OPENING_LINES = 3
+
+
+def opening_error_line(text: str) -> str | None:
+    """The error a tool's output opens with (a failed call), not one quoted further down."""
+    opening = [line for line in text[:2000].splitlines() if line.strip()][:OPENING_LINES]
+    return first_error_line("\n".join(opening)) if opening else None
 
 
 def _paths(call: Mapping[str, Any]) -> Iterable[str]:

@@ -1,0 +1,129 @@
+"""What a tool call does to a file: reads it (and which part) or changes it.
+
+The read and change tools of the agents whose logs compact reads are known: Claude
+Code ``Read``/``Edit``/``Write``, OpenAI-style ``read_file``/``edit_file``, pi
+``read``/``edit``/``write``, SWE-agent/OpenHands ``str_replace_editor`` (``view``
+reads, the other commands change), Gemini CLI ``read_file``/``replace``, Codex
+``apply_patch`` and ``shell`` running ``cat``/``nl``/``sed -n``/``head``/``tail``
+on one file. Deduplicating reads, the summary's file lists and its lines all ask here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from core.messages import call_arguments, call_name
+
+# Argument names agents use for the file a read targets, tried after `path_arg`.
+PATH_ARGUMENTS = ("path", "file_path", "absolute_path", "filename", "file", "notebook_path")
+READ_TOOLS = frozenset({"Read", "read_file", "read", "view", "open_file", "NotebookRead", "ReadFile", "read_many_files"})
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"})
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "edit_file", "create_file",
+                         "edit", "write", "replace", "apply_patch"})
+SHELL_TOOLS = frozenset({"shell", "bash", "Bash", "exec_command", "local_shell", "run_shell_command", "run_shell"})
+# Tools whose output is other files' text: matches of a search, a listing.
+SEARCH_TOOLS = frozenset({"Grep", "Glob", "LS", "search", "grep", "grep_search", "search_files", "find_files",
+                          "list_dir", "list_directory", "glob", "search_file_content"})
+# Shell commands that print files' text (a diff, matches, a file).
+_QUOTING_COMMANDS = ("git diff", "git show", "git log", "grep ", "rg ", "cat ", "sed ", "head ", "tail ", "nl ",
+                     "less ", "bat ", "find ", "ls ")
+# Arguments that say which part of a file was read: reads of different parts do not supersede each other.
+RANGE_ARGUMENTS = ("offset", "limit", "view_range", "start_line", "end_line", "line_range")
+_SHELL_READERS = ("cat", "nl", "head", "tail", "sed", "bat", "less")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+
+
+def _path(arguments: Mapping[str, Any], path_arg: str) -> str | None:
+    for key in (path_arg, *PATH_ARGUMENTS):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
+    command = arguments.get("command", arguments.get("cmd"))
+    if isinstance(command, list):
+        words = [str(w) for w in command]
+        if len(words) >= 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
+            command = words[2]
+        else:
+            return words
+    if not isinstance(command, str):
+        return []
+    if any(sep in command for sep in ("|", ";", "&&", ">", "$(", "`")):
+        return []  # a pipeline or several commands: not a plain read of one file
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
+def shell_read(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(path, range) when a shell command only prints one file (``cat f``, ``sed -n 1,80p f``, ...)."""
+    words = _shell_words(arguments)
+    if not words or words[0] not in _SHELL_READERS:
+        return None
+    files = [w for w in words[1:] if not w.startswith("-") and not re.fullmatch(r"[\d,]+p?|'.*'", w)]
+    if words[0] == "sed" and (len(words) < 4 or words[1] != "-n"):
+        return None
+    if len(files) != 1:
+        return None
+    return files[0], " ".join(w for w in words if w != files[0])
+
+
+# ("read" | "write", path, the part read): what one tool call does to one file.
+FileCall = tuple[str, str, str]
+
+
+def classify(call: Mapping[str, Any], path_arg: str = "path", only: str = "") -> FileCall | None:
+    """("read" | "write", path, range) for a call that reads or changes one file, else None."""
+    name = call_name(call)
+    arguments = call_arguments(call)
+    if only:
+        if name != only:
+            return None
+        path = _path(arguments, path_arg)
+        return ("read", path, _range(arguments)) if path else None
+    if name in READ_TOOLS:
+        path = _path(arguments, path_arg)
+        return ("read", path, _range(arguments)) if path else None
+    if name in EDITOR_TOOLS:
+        path = _path(arguments, path_arg)
+        if not path:
+            return None
+        return ("read", path, _range(arguments)) if arguments.get("command") == "view" else ("write", path, "")
+    if name in WRITE_TOOLS:
+        path = _path(arguments, path_arg)
+        if path is None and isinstance(arguments.get("input"), str):
+            found = _PATCH_FILE.findall(arguments["input"])
+            path = found[0].strip() if len(found) == 1 else None
+        return ("write", path, "") if path else None
+    if name in SHELL_TOOLS:
+        read = shell_read(arguments)
+        return ("read", read[0], read[1]) if read else None
+    return None
+
+
+def _range(arguments: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={arguments[k]}" for k in RANGE_ARGUMENTS if arguments.get(k) is not None)
+
+
+def quotes_files(call: Mapping[str, Any]) -> bool:
+    """The call's output is files' text (a read, a search, a diff): an error line inside it is
+    the files' (a docstring's "KeyError: ...", a test's expected message), not the call's."""
+    name = call_name(call)
+    if name in SEARCH_TOOLS:
+        return True
+    found = classify(call)
+    if found is not None:
+        return found[0] == "read"
+    if name not in SHELL_TOOLS:
+        return False
+    command = call_arguments(call).get("command", call_arguments(call).get("cmd", ""))
+    if isinstance(command, list):
+        command = " ".join(str(word) for word in command[2:] if command[1:2] in (["-lc"], ["-c"])) or " ".join(map(str, command))
+    return str(command).lstrip().startswith(_QUOTING_COMMANDS)
