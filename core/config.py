@@ -109,6 +109,7 @@ SUMMARIZERS = ("extractive", "openai", "none")
 # output, then the oldest span summarized, then whatever still has to go, newest kept.
 DEFAULT_LIST = (
     "deduplicate_file_reads",
+    "supersede_plans",
     "clear_tool_results",
     "clamp_oversized_messages",
     "summarize",

@@ -124,3 +124,15 @@ def test_the_request_claude_code_sends_starts_with_a_user_message(
 ) -> None:
     [request] = resume(claude_cli, compacted(realdata, name, "--max-tokens", "8000"), tmp_path)
     assert request["messages"][0]["role"] == "user"
+
+
+def test_claude_code_sends_the_older_todo_lists_as_pointers_to_the_newest(
+    claude_cli: Path, realdata: Path, tmp_path: Path
+) -> None:
+    """supersede_plans leaves older TodoWrite calls with a pointer string where the list was: Claude
+    Code resumes the session and sends them so, with the newest list whole."""
+    [request] = resume(claude_cli, compacted(realdata, SESSIONS[1], "--max-tokens", "8000"), tmp_path)
+    plans = [b["input"]["todos"] for m in request["messages"] if isinstance(m.get("content"), list)
+             for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use" and b["name"] == "TodoWrite"]
+    assert len(plans) >= 2 and isinstance(plans[-1], list)
+    assert all(isinstance(p, str) and "plan superseded by the newer TodoWrite" in p for p in plans[:-1])

@@ -95,7 +95,7 @@ def test_default_config_matches_the_seed() -> None:
     assert seed.summarizer_in_use is None and seed.seed_semantics
     config = MemoryConfig()
     assert [str(s) for s in config.strategies] == [
-        "deduplicate_file_reads", "clear_tool_results", "clamp_oversized_messages", "summarize",
+        "deduplicate_file_reads", "supersede_plans", "clear_tool_results", "clamp_oversized_messages", "summarize",
         "sliding_window", "drop_observations", "drop_turns",
     ]
     assert config.summarizer_in_use == "extractive" and not config.seed_semantics

@@ -419,3 +419,30 @@ def test_without_a_window_step_every_old_result_is_still_cleared() -> None:
     results = sum(1 for m in messages if m["role"] == "tool")
     cleared = [e for e in out.report["removed"] if e["strategy"] == "clear_tool_results"]
     assert len(cleared) >= results - 50
+
+
+def _plan(call_id: str, *statuses: str) -> dict:
+    todos = [{"content": f"Port module {i}", "status": s, "activeForm": f"Porting module {i}"} for i, s in enumerate(statuses)]
+    return assistant_calls(call(call_id, "TodoWrite", todos=todos))
+
+
+def test_older_plans_point_at_the_newest_one() -> None:
+    """An agent rewrites its whole todo list at every step (Claude Code TodoWrite, Codex
+    update_plan): only the newest list is the state, the older ones become a pointer to it,
+    oldest first and only as far as the budget needs, and nothing gives them back."""
+    from core.messages import call_arguments, tool_calls
+
+    steps = [("in_progress",) + ("pending",) * 9, ("completed", "in_progress") + ("pending",) * 8,
+             ("completed",) * 2 + ("in_progress",) + ("pending",) * 7, ("completed",) * 3 + ("in_progress",) + ("pending",) * 6]
+    messages = [msg("system", "You are a coding agent."), msg("user", "Port the project to Rust")]
+    for i, statuses in enumerate(steps):
+        messages += [_plan(f"t{i}", *statuses), result(f"t{i}", "Todos have been modified successfully."),
+                     msg("assistant", f"Step {i} is done: module {i} builds and its tests pass.")]
+    full = run_core(messages, max_tokens=100_000, summarizer="none")
+    out = run_core(messages, max_tokens=sum(m.tokens for m in full.messages) - 200, summarizer="none")
+    plans = [call_arguments(c) for m in out.messages for c in tool_calls(m.data) if c["function"]["name"] == "TodoWrite"]
+    assert plans[-1]["todos"][3]["status"] == "in_progress"  # the newest plan stays whole
+    newest_line = out.messages[[i for i, m in enumerate(out.messages) if tool_calls(m.data)][-1]].line
+    assert plans[0] == {"todos": f"[compact: plan superseded by the newer TodoWrite at line {newest_line}]"}
+    assert isinstance(plans[-2]["todos"], list)  # the budget needed only the oldest
+    assert [e["strategy"] for e in out.report["removed"]] == ["supersede_plans"]

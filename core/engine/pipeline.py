@@ -283,13 +283,14 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     aim = int(limit * AIM_SHARE)
     if workspace.live_tokens >= aim:
         return
-    stale = {e["line"] for e in workspace.ledger if e["strategy"] == "deduplicate_file_reads"}
+    # A stale read or a superseded plan points at the newer one: giving it back would repeat it.
+    stale = {e["line"] for e in workspace.ledger if e["strategy"] in ("deduplicate_file_reads", "supersede_plans")}
     workspace.begin("give_back", 0)
     cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):
         original = workspace.restorable(position)
         if original is None or original.line in stale or workspace.pinned(position):
-            continue  # a stale read stays a pointer to the newer one
+            continue
         current = workspace.messages[position]
         if workspace.live_tokens + original.tokens - current.tokens <= aim:
             workspace.restore(position, original)

@@ -14,6 +14,7 @@ from core.strategies import (
     offload,
     sliding_window,
     summarize,
+    supersede_plans,
 )
 from core.strategies.base import Param, StrategyInfo
 
@@ -21,6 +22,7 @@ _MODULES = (
     offload,
     summarize,
     deduplicate_file_reads,
+    supersede_plans,
     clear_tool_results,
     clamp_oversized_messages,
     sliding_window,
