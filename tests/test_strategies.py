@@ -446,3 +446,19 @@ def test_older_plans_point_at_the_newest_one() -> None:
     assert plans[0] == {"todos": f"[compact: plan superseded by the newer TodoWrite at line {newest_line}]"}
     assert isinstance(plans[-2]["todos"], list)  # the budget needed only the oldest
     assert [e["strategy"] for e in out.report["removed"]] == ["supersede_plans"]
+
+
+def test_a_free_form_tool_input_is_clamped_as_text() -> None:
+    """A Codex custom tool (apply_patch) takes a raw patch, not JSON: clamping keeps its head and
+    tail, like any long text, where it used to be left whole and the budget missed."""
+    patch = "*** Begin Patch\n*** Add File: styles.css\n" + "".join(f"+.rule-{i} {{ margin: {i}px; }}\n" for i in range(400)) + "*** End Patch"
+    messages = [msg("user", "Style the timer"),
+                assistant_calls({"id": "p1", "type": "function", "function": {"name": "apply_patch", "arguments": patch}}),
+                result("p1", "Success. Updated the following files:\nA styles.css"),
+                msg("assistant", "Added styles.css.")]
+    out = run_core(messages, max_tokens=100_000, summarizer="none", strategies=["clamp_oversized_messages:max_part_tokens=200"],
+                   mode="full")
+    arguments = out.messages[1].data["tool_calls"][0]["function"]["arguments"]
+    assert arguments.startswith("*** Begin Patch\n*** Add File: styles.css\n+.rule-0 ")
+    assert arguments.endswith("+.rule-399 { margin: 399px; }\n*** End Patch")
+    assert "tokens cut" in arguments and len(arguments) < len(patch) // 3

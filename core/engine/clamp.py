@@ -113,7 +113,11 @@ def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[A
         if isinstance(arguments, str) and counter.count_text(arguments) > max_tokens:
             try:
                 parsed = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError:  # free-form input (a Codex custom tool's patch): plain text
+                clamped = clamp_text(arguments, max_tokens, counter)
+                if clamped is not None:
+                    call = {**call, "function": {**function, "arguments": clamped}}
+                    changed += 1
                 parsed = None
             if isinstance(parsed, (dict, list)):
                 new, n = _clamp_value(parsed, max_tokens, counter)
