@@ -173,10 +173,15 @@ def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(arguments, Mapping):
         return dict(arguments)
     if isinstance(arguments, str):
+        # Read to see what a call targets, never written back: orjson alone (an integer past 64 bits
+        # read as a float changes nothing here), the standard library only for what orjson refuses.
         try:
-            parsed = jsonio.loads(arguments)
+            parsed = orjson.loads(arguments)
         except orjson.JSONDecodeError:
-            return {}
+            try:
+                parsed = jsonio.loads(arguments)
+            except orjson.JSONDecodeError:
+                return {}
         return parsed if isinstance(parsed, dict) else {}
     return {}
 

@@ -64,6 +64,9 @@ def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
 
 def shell_read(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
     """(path, range) when a shell command only prints one file (``cat f``, ``sed -n 1,80p f``, ...)."""
+    command = arguments.get("command", arguments.get("cmd"))
+    if isinstance(command, str) and not command.lstrip().startswith(_SHELL_READERS):
+        return None  # not a reader: no need to split it (shlex is slow, and this runs on every command)
     words = _shell_words(arguments)
     if not words or words[0] not in _SHELL_READERS:
         return None
