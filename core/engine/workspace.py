@@ -18,7 +18,9 @@ from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, call_ids, content_handle, has_text, result_ids
 
-_STRUCTURAL_KEYS = ("role", "tool_calls", "tool_call_id", "tool_call_ids")
+# What the structure (turns, pairing) is read from: a rewrite that changes one of these, or which
+# calls a message makes, is analysed again; one that changes text or arguments is not.
+_STRUCTURAL_KEYS = ("role", "tool_call_id", "tool_call_ids")
 # The message as the input had it (its bytes and count too), kept when a strategy first rewrites it.
 _INPUT_MESSAGE = "input_message"
 
@@ -320,7 +322,8 @@ class Workspace:
         # What the message said before any strategy touched it: a later summary describes that.
         before.extra.setdefault(ORIGINAL_KEY, before.data)
         before.extra.setdefault(_INPUT_MESSAGE, before)
-        if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS):
+        if any(before.data.get(key) != data.get(key) for key in _STRUCTURAL_KEYS) or (
+                before.data.get("tool_calls") is not data.get("tool_calls") and call_ids(before.data) != call_ids(data)):
             self._reshaped = True
         after = self.counter.count_message(before.rewritten(data))
         self.messages[position] = after
