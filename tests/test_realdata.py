@@ -97,3 +97,17 @@ def test_the_long_claude_code_session_fills_its_budget(budget: int, realdata: Pa
     report = compact_to_budget(realdata / "claude-code" / "cctrace-phase0-investigation.jsonl", budget, tmp_path)
     given = [e for e in report["removed"] if e["strategy"] == "give_back"]
     assert all(e["action"] == "rewritten" and "middle cut" in e["reason"] for e in given)
+
+
+@pytest.mark.parametrize("budget", [8000, 12000, 16000])
+def test_a_prefix_whose_newest_swallowed_exchanges_are_large_still_fills_its_budget(
+        budget: int, realdata: Path, tmp_path: Path) -> None:
+    """cctrace up to its second request (50k tokens): the span the summary must take ends with the
+    agent's 3k-token Write calls of its design documents. The newest exchanges are kept whole while
+    they fit and the next one with its middle cut, instead of landing at 85-92% of the budget."""
+    lines = (realdata / "claude-code" / "cctrace-phase0-investigation.jsonl").read_text().splitlines(keepends=True)
+    cut = next(n for n, line in enumerate(lines, start=1) if "walk me through the manual testing steps" in line)
+    prefix = tmp_path / "prefix.jsonl"
+    prefix.write_text("".join(lines[:cut]))
+    report = compact_to_budget(prefix, budget, tmp_path)
+    assert any(e["strategy"] == "summarize" for e in report["actions"])

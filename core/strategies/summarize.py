@@ -156,49 +156,76 @@ def _span_to_go(workspace: Workspace, reserve_tokens: int) -> list[int]:
 
 
 def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int) -> set[int]:
-    """When the newest exchange of the span is what makes the run land well under the budget, keep it,
-    its longest text cut in the middle to fit (head and tail kept): the budget is used, not wasted.
-    Returns the positions kept (their text rewritten), or an empty set."""
+    """When the span's newest exchanges are what make the run land well under the budget, keep them:
+    newest first, whole while they fit, then the next one with its longest texts cut in the middle
+    (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
+    rewritten where cut), or an empty set."""
     limit = workspace.budget.limit or 0
     counted = workspace.structure.counted
     span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
     after = workspace.live_tokens - span_tokens + summary_tokens
-    if after >= (FILL_SHARE + AIM_SHARE) / 2 * limit:  # close enough to the aim already
-        return set()
-    newest = set(workspace.removal_set([removable[-1]]) or ()) & set(removable)
-    if not newest or len(newest) == len(removable):
-        return set()
-    extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
-    cut = after + extra - int(AIM_SHARE * limit)
-    if cut <= 0:
-        return newest  # it fits whole: the span was cut one exchange too far
-    # Cut the longest texts of the exchange first, each to what is left to cut; all or nothing.
+    kept: set[int] = set()
+    remaining = list(removable)
+    while after < (FILL_SHARE + AIM_SHARE) / 2 * limit:  # not yet close enough to the aim
+        newest = set(workspace.removal_set([remaining[-1]]) or ()) & set(remaining)
+        if not newest or len(newest) == len(remaining):
+            break  # the summary always takes something
+        extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
+        cut = after + extra - int(AIM_SHARE * limit)
+        if cut > 0 and not _cut_to_fit(workspace, newest, cut):
+            break
+        kept |= newest
+        if cut > 0:
+            break  # cut to land at the aim: nothing more fits
+        after += extra
+        remaining = [p for p in remaining if p not in newest]
+    return kept
+
+
+def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
+    """Cut ``cut`` tokens from the exchange's longest texts (calls' arguments too), longest first;
+    all or nothing."""
     planned: list[tuple[int, dict[str, Any]]] = []
-    for position in sorted(newest, key=lambda p: -workspace.messages[p].tokens):
+    for position in sorted(exchange, key=lambda p: -workspace.messages[p].tokens):
         if cut <= 0:
             break
         message = workspace.messages[position]
         if workspace.pinned(position):
             continue
-        room = max(MIN_PART_TOKENS, message.tokens - cut - 16)
-        content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
-        calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
-        if not (changed or changed_calls):
-            continue
-        data = dict(message.data)
-        if changed:
-            data["content"] = content
-        if changed_calls:
-            data["tool_calls"] = calls
-        saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
-        if saved > 0:
-            planned.append((position, data))
-            cut -= saved
+        best: tuple[int, dict[str, Any]] | None = None
+        room = message.tokens - cut - 16
+        for _ in range(3):  # a text's room is the message's less what surrounds it: aim lower when short
+            data = _clamped(message, max(MIN_PART_TOKENS, room), workspace)
+            if data is None:
+                break
+            saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
+            if best is None or saved > best[0]:
+                best = (saved, data)
+            if saved >= cut or room <= MIN_PART_TOKENS:
+                break
+            room -= cut - saved + 8
+        if best is not None and best[0] > 0:
+            planned.append((position, best[1]))
+            cut -= best[0]
     if cut > 0:
-        return set()
+        return False
     for position, data in planned:
         workspace.rewrite(position, data, "among the oldest messages kept: its middle cut to fill the budget")
-    return newest
+    return True
+
+
+def _clamped(message: Message, room: int, workspace: Workspace) -> dict[str, Any] | None:
+    """The message's data with its texts and call arguments over ``room`` tokens cut, or None."""
+    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
+    calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
+    if not (changed or changed_calls):
+        return None
+    data = dict(message.data)
+    if changed:
+        data["content"] = content
+    if changed_calls:
+        data["tool_calls"] = calls
+    return data
 
 
 def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_tokens: int) -> int:
