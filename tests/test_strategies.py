@@ -385,8 +385,9 @@ def test_every_placeholder_left_in_the_output_names_what_its_result_defined(budg
         if message.role != "tool" or not text.startswith("[compact: tool result of "):
             continue
         original = by_line[message.line]
-        quoting = quotes_files(calls[original["tool_call_id"]])
-        gist = placeholders.result_gist(content_text(original), quotes_files=quoting)
+        call = calls[original["tool_call_id"]]
+        gist = placeholders.result_gist(content_text(original), quotes_files=quotes_files(call),
+                                        target=placeholders.call_target(call))
         if gist:
             assert text.endswith(f"; {gist}]"), text
             checked += 1

@@ -275,7 +275,7 @@ def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> N
              result("r1", source),
              result("r2", "Error: [Errno 2] No such file or directory: 'src/gone.py'")]
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
-    assert "- read src/registry.py (15 lines): defines lookup_store, StoreIndex" in text
+    assert "- read src/registry.py (14 lines): defines lookup_store, StoreIndex" in text
     assert "KeyError: If the store is not registered." not in text
     assert "- read_file(src/gone.py): Error: [Errno 2] No such file or directory: 'src/gone.py'" in text
 
@@ -292,3 +292,21 @@ def test_a_traceback_is_recorded_by_the_exception_it_ended_with() -> None:
              result("s1", trace)]
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
     assert "- ran `python -m app export`: KeyError: 'tenant'" in text
+
+
+def test_a_document_the_agent_wrote_or_read_is_recorded_by_its_sections() -> None:
+    """A Markdown file defines no functions; its headings are what a model needs to find its way
+    back into it (and what a later Edit quotes): the summary lists them for writes and reads."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    plan = ("# Implementation plan\n\nIntro.\n\n## Sprint 0: Bug Fix\n\n1. Fix path normalization\n\n"
+            "## Sprint 1: Export Enhancements\n\n```python\n# not a heading: a comment in code\n```\n\n### Tests\n")
+    turns = [msg("user", "Write the plan"),
+             assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)),
+             result("w1", "File created successfully at: docs/plan.md"),
+             assistant_calls(call("r1", "Read", file_path="README.md")),
+             result("r1", "# cctrace\n\nExport sessions.\n\n## Install\n\npip install cctrace\n\n## Usage\n")]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert "- changed docs/plan.md: sections Implementation plan; Sprint 0: Bug Fix; Sprint 1: Export Enhancements; Tests" in text
+    assert "- read README.md (9 lines): sections cctrace; Install; Usage" in text

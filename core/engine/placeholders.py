@@ -13,7 +13,13 @@ from core.messages import (
     content_text,
     tool_calls,
 )
-from core.summarizers.facts import first_error_line, opening_error_line, outline
+from core.summarizers.facts import (
+    MARKDOWN_SUFFIXES,
+    contents,
+    first_error_line,
+    opening_error_line,
+    outline,
+)
 
 PREFIX = PLACEHOLDER_PREFIX
 
@@ -65,9 +71,14 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def result_gist(text: str, *, quotes_files: bool = False) -> str:
-    """A cleared result's gist: the names a source file defines, or its error (for output that
-    quotes files, a read or a search, only the error it opens with: the rest is the files')."""
+def result_gist(text: str, *, quotes_files: bool = False, target: str = "") -> str:
+    """A cleared result's gist: the names a source file defines or a document's sections, or its
+    error (for output that quotes files, a read or a search, only the error it opens with: the
+    rest is the files')."""
+    if target.lower().endswith(MARKDOWN_SUFFIXES):
+        held = contents(target, text)
+        if held:
+            return held
     names = outline(text)
     if len(names) >= 2:
         return "defines " + ", ".join(names)

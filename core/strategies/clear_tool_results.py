@@ -77,7 +77,7 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         if _cut_instead(workspace, position):
             cleared += 1
             break  # the budget is met
-        gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting)
+        gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting, target=target)
         data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             data = placeholders.with_content(message, placeholders.cleared(message.tokens))  # the short form

@@ -21,7 +21,7 @@ from core.counting.counter import MessageCounter
 from core.engine.file_calls import PATH_ARGUMENTS, SHELL_TOOLS, FileCall, classify, quotes_files
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
-from core.summarizers.facts import LINE_NUMBER, first_error_line, opening_error_line, outline
+from core.summarizers.facts import LINE_NUMBER, contents, first_error_line, opening_error_line
 
 ASK_CHARS = 400
 SAY_CHARS = 220
@@ -121,25 +121,25 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     """One line for a tool call and what it returned, with its priority."""
     tool, arguments = call_name(call), call_arguments(call)
     path = found[1] if found is not None else _path(arguments)
-    lines = result.count("\n") + 1 if result else 0
+    lines = result.count("\n") + (not result.endswith("\n")) if result else 0
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
     # Files' text may quote errors: only a read or search whose output opens with one failed.
     error = (opening_error_line(result) if quotes_files(call) else first_error_line(result)) if result else None
     if found is not None and found[0] == "read":
         if error:
             return ERROR, f"- {tool}({path}): {_one_line(error, SAY_CHARS)}"
-        names = outline(result)
-        if not names:
+        held = contents(path, result)
+        if not held:
             return None  # the summary's "Files read" list names it
-        return READ, f"- read {path} ({lines} lines): defines {', '.join(names)}"
+        return READ, f"- read {path} ({lines} lines): {held}"
     if found is not None:
         if error:
             return ERROR, f"- changing {path} failed: {_one_line(error, SAY_CHARS)}"
         new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
-        names = outline(str(new)) if new else []
-        if not names:
+        held = contents(path, str(new)) if new else ""
+        if not held:
             return None  # the summary's "Files changed" list names it
-        return CHANGE, f"- changed {path}: defines {', '.join(names)}"
+        return CHANGE, f"- changed {path}: {held}"
     if tool in SHELL_TOOLS:
         command = _command(arguments)
         if error:

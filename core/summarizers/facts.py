@@ -116,3 +116,37 @@ def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
             if len(names) >= limit:
                 break
     return list(names)
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
+HEADING_CHARS = 48
+SECTIONS = 8
+
+
+def headings(text: str, limit: int = SECTIONS) -> list[str]:
+    """A Markdown document's map: its headings in order (code blocks skipped); when there are
+    more than ``limit``, the top two levels only; at most ``limit``."""
+    found: list[tuple[int, str]] = []
+    fenced = False
+    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
+        line = LINE_NUMBER.sub("", line, count=1)
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        match = None if fenced else _HEADING.match(line)
+        if match:
+            found.append((len(match.group(1)), match.group(2)[:HEADING_CHARS]))
+    if len(found) > limit:
+        found = [(level, title) for level, title in found if level <= 2]
+    return list(dict.fromkeys(title for _, title in found))[:limit]
+
+
+def contents(path: str, text: str) -> str:
+    """What a file holds, in a few words: "defines NAMES" for source, "sections HEADINGS" for a
+    Markdown document, or "" when it shows neither."""
+    if path.lower().endswith(MARKDOWN_SUFFIXES):
+        sections = headings(text)
+        return f"sections {'; '.join(sections)}" if sections else ""
+    names = outline(text)
+    return f"defines {', '.join(names)}" if names else ""
