@@ -94,18 +94,18 @@ def cleared_result(tokens: int, tool: str, target: str, gist: str) -> str:
 
 def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: str | None = None) -> str:
     """One line saying what a span of removed messages held: the requests, the tools and their targets."""
-    tools: dict[str, list[str]] = {}
+    tools: dict[str, dict[str, None]] = {}  # tool -> its distinct targets, in order
     asked = ""
     for message in messages:
         if message.role == "user" and not asked:
             asked = _short(content_text(message.data), 120)
         for call in tool_calls(message.data):
-            targets = tools.setdefault(call_name(call) or "tool", [])
+            targets = tools.setdefault(call_name(call) or "tool", {})
             target = call_target(call)
-            if target and target not in targets:
-                targets.append(target)
+            if target:
+                targets[target] = None
     used = "; ".join(
-        f"{name} ×{len(targets) or 1}" + (f" ({', '.join(_short(t, 60) for t in targets[-3:])})" if targets else "")
+        f"{name} ×{len(targets) or 1}" + (f" ({', '.join(_short(t, 60) for t in list(targets)[-3:])})" if targets else "")
         for name, targets in list(tools.items())[:6]
     )
     where = f" ({turns.lstrip(', ')})" if turns else ""

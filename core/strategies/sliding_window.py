@@ -32,9 +32,9 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
             break
         if not workspace.alive(position) or workspace.pinned(position) or not structure.counted[position]:
             continue
-        gone = set(workspace.removed)
-        if workspace.remove([position], "outside the sliding window"):
-            removed.extend(sorted(workspace.removed - gone))
+        closure = workspace.removal_set([position])  # the message with its pairs, not yet removed
+        if closure and workspace.remove(closure, "outside the sliding window"):
+            removed.extend(sorted(closure))
     if removed and workspace.trace:
         leave_trace(workspace, sorted(removed))
     window = f"window {cap}" if cap is not None else "the newest that fit the budget"
