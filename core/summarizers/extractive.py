@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.counting.counter import MessageCounter
@@ -199,9 +199,20 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
             add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
 
 
-def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple[list[_Line], set[str], str]:
-    """The candidate lines of a span, each with its priority and position; the kinds seen; a topic."""
+# What an assistant message gave: the message, which of its calls' results were read, its lines and kinds.
+_Given = tuple[Mapping[str, Any], tuple[bool, ...], list[tuple[int, str]], frozenset[str]]
+
+
+def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int,
+                given: dict[int, _Given] | None = None) -> tuple[list[_Line], set[str], str]:
+    """The candidate lines of a span, each with its priority and position; the kinds seen; a topic.
+
+    ``given`` remembers each assistant message's lines between calls (reading a span is the cost,
+    and a run composes one span's summary several times); it is left holding this span's only."""
     results = _newest_results(messages)
+    earlier = dict(given) if given is not None else {}
+    if given is not None:
+        given.clear()
     out: list[_Line] = []
     kinds: set[str] = set()
     topic = ""
@@ -228,7 +239,18 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
             for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
                 add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
         elif role == "assistant":
-            _assistant_lines(message, text, results, add, kinds)
+            read = tuple(str(call.get("id")) in results for call in tool_calls(message))
+            known = earlier.get(id(message))
+            if known is None or known[0] is not message or known[1] != read:
+                lines: list[tuple[int, str]] = []
+                found: set[str] = set()
+                _assistant_lines(message, text, results, lambda priority, line, into=lines: into.append((priority, line)), found)
+                known = (message, read, lines, frozenset(found))
+            if given is not None:
+                given[id(message)] = known
+            for priority, line in known[2]:
+                add(priority, line)
+            kinds |= known[3]
         elif role in ("tool", "function") and message.get("tool_call_id") is None:
             error = first_error_line(text)  # a result whose call is not in the span
             if error:
@@ -242,12 +264,15 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int) -> tuple
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     name: str = "extractive"
+    # Each assistant message's lines, by id, for the span read last: a run composes one span's
+    # summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
+    _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
         return "extractive/2"
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        lines, kinds, topic = _span_lines(request.messages, request.first_turn)
+        lines, kinds, topic = _span_lines(request.messages, request.first_turn, self._given)
         trailer = f"{TRAILER} {', '.join(sorted(kinds)) if kinds else 'technical_detail'}"
         topic = topic.replace('"', "'")
         head = f'<summary topic="{topic}" compressed-from-turns="{request.first_turn}-{request.last_turn}">'
