@@ -203,6 +203,17 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
 _Given = tuple[Mapping[str, Any], tuple[bool, ...], list[tuple[int, str]], frozenset[str]]
 
 
+def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str, str], read: tuple[bool, ...]) -> _Given:
+    lines: list[tuple[int, str]] = []
+    found: set[str] = set()
+
+    def collect(priority: int, line: str) -> None:
+        lines.append((priority, line))
+
+    _assistant_lines(message, text, results, collect, found)
+    return message, read, lines, frozenset(found)
+
+
 def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int,
                 given: dict[int, _Given] | None = None) -> tuple[list[_Line], set[str], str]:
     """The candidate lines of a span, each with its priority and position; the kinds seen; a topic.
@@ -242,10 +253,7 @@ def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int,
             read = tuple(str(call.get("id")) in results for call in tool_calls(message))
             known = earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
-                lines: list[tuple[int, str]] = []
-                found: set[str] = set()
-                _assistant_lines(message, text, results, lambda priority, line, into=lines: into.append((priority, line)), found)
-                known = (message, read, lines, frozenset(found))
+                known = _read_assistant(message, text, results, read)
             if given is not None:
                 given[id(message)] = known
             for priority, line in known[2]:
