@@ -310,3 +310,29 @@ def test_a_document_the_agent_wrote_or_read_is_recorded_by_its_sections() -> Non
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
     assert "- changed docs/plan.md: sections Implementation plan; Sprint 0: Bug Fix; Sprint 1: Export Enhancements; Tests" in text
     assert "- read README.md (9 lines): sections cctrace; Install; Usage" in text
+
+
+def test_a_codex_patch_and_its_wrapped_output_are_read_like_any_change_and_command() -> None:
+    """Codex's apply_patch takes a raw patch (not JSON) naming the files it adds and updates, and
+    Codex wraps a command's output as {"output": ..., "metadata": {"exit_code": ...}}: the summary
+    names the patched files and reports the command's error, not a JSON line."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    patch = ("*** Begin Patch\n*** Add File: timer.py\n+def start_timer(minutes):\n+    return minutes * 60\n"
+             "*** Update File: README.md\n@@\n-Old line\n+New line\n*** End Patch")
+    output = json.dumps({"output": "Traceback (most recent call last):\n  File \"timer.py\", line 2\nNameError: name 'x' is not defined\n",
+                         "metadata": {"exit_code": 1, "duration_seconds": 0.1}})
+    turns = [msg("user", "Add a timer"),
+             assistant_calls({"id": "p1", "type": "function", "function": {"name": "apply_patch", "arguments": patch}}),
+             result("p1", json.dumps({"output": "Success. Updated the following files:\nA timer.py\nM README.md\n",
+                                      "metadata": {"exit_code": 0}})),
+             assistant_calls(call("s1", "shell", command=["bash", "-lc", "python timer.py"])),
+             result("s1", output)]
+    request = SummaryRequest(tuple(turns), 1, 1, max_tokens=2000)
+    text = ExtractiveSummarizer().summarize(request, MessageCounter(counter)).text
+    assert "- changed timer.py, README.md" in text
+    assert "- ran `python timer.py`: NameError: name 'x' is not defined" in text
+    from core.strategies.summarize import tracked_files
+
+    assert tracked_files(turns) == ([], ["timer.py", "README.md"])

@@ -101,14 +101,31 @@ def classify(call: Mapping[str, Any], path_arg: str = "path", only: str = "") ->
         return ("read", path, _range(arguments)) if arguments.get("command") == "view" else ("write", path, "")
     if name in WRITE_TOOLS:
         path = _path(arguments, path_arg)
-        if path is None and isinstance(arguments.get("input"), str):
-            found = _PATCH_FILE.findall(arguments["input"])
-            path = found[0].strip() if len(found) == 1 else None
+        if path is None:
+            files = patch_files(call)
+            path = files[0] if len(files) == 1 else None
         return ("write", path, "") if path else None
     if name in SHELL_TOOLS:
         read = shell_read(arguments)
         return ("read", read[0], read[1]) if read else None
     return None
+
+
+def patch_text(call: Mapping[str, Any]) -> str:
+    """The patch of an apply_patch call: Codex's raw input, or an ``input`` argument; else ""."""
+    function = call.get("function")
+    raw = function.get("arguments") if isinstance(function, Mapping) else None
+    if isinstance(raw, str) and raw.lstrip().startswith("*** Begin Patch"):
+        return raw
+    text = call_arguments(call).get("input")
+    return text if isinstance(text, str) and "*** Begin Patch" in text else ""
+
+
+def patch_files(call: Mapping[str, Any]) -> list[str]:
+    """The files an apply_patch call adds, updates or deletes, in order."""
+    if call_name(call) != "apply_patch":
+        return []
+    return list(dict.fromkeys(path.strip() for path in _PATCH_FILE.findall(patch_text(call))))
 
 
 def _range(arguments: Mapping[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core.engine.file_calls import patch_files
 from core.messages import (
     PLACEHOLDER_PREFIX,
     Message,
@@ -19,6 +20,7 @@ from core.summarizers.facts import (
     first_error_line,
     opening_error_line,
     outline,
+    tool_output,
 )
 
 PREFIX = PLACEHOLDER_PREFIX
@@ -63,7 +65,7 @@ def call_target(call: Mapping[str, Any]) -> str:
             value = " ".join(str(v) for v in value)
         if isinstance(value, str) and value.strip():
             return _short(value, TARGET_CHARS)
-    return ""
+    return _short(", ".join(patch_files(call)), TARGET_CHARS)  # a Codex patch names its files inside
 
 
 def _short(text: str, limit: int) -> str:
@@ -75,6 +77,7 @@ def result_gist(text: str, *, quotes_files: bool = False, target: str = "") -> s
     """A cleared result's gist: the names a source file defines or a document's sections, or its
     error (for output that quotes files, a read or a search, only the error it opens with: the
     rest is the files')."""
+    text = tool_output(text)
     if target.lower().endswith(MARKDOWN_SUFFIXES):
         held = contents(target, text)
         if held:

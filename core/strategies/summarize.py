@@ -18,7 +18,7 @@ from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
-from core.engine.file_calls import classify
+from core.engine.file_calls import classify, patch_files
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
 from core.io import jsonio
@@ -53,6 +53,7 @@ def tracked_files(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], lis
             found = classify(call)
             if found is not None:
                 (read if found[0] == "read" else changed)[found[1]] = None
+            changed.update(dict.fromkeys(patch_files(call)))  # a patch may change several files
     return list(read), list(changed)
 
 

@@ -18,10 +18,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.counting.counter import MessageCounter
-from core.engine.file_calls import PATH_ARGUMENTS, SHELL_TOOLS, FileCall, classify, quotes_files
+from core.engine.file_calls import (
+    PATH_ARGUMENTS,
+    SHELL_TOOLS,
+    FileCall,
+    classify,
+    patch_files,
+    patch_text,
+    quotes_files,
+)
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
-from core.summarizers.facts import LINE_NUMBER, contents, first_error_line, opening_error_line
+from core.summarizers.facts import (
+    LINE_NUMBER,
+    contents,
+    first_error_line,
+    opening_error_line,
+    tool_output,
+)
 
 ASK_CHARS = 400
 SAY_CHARS = 220
@@ -132,13 +146,17 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
         if not held:
             return None  # the summary's "Files read" list names it
         return READ, f"- read {path} ({lines} lines): {held}"
-    if found is not None:
+    patched = patch_files(call)
+    if found is not None or patched:
+        path = ", ".join(patched) or path
         if error:
             return ERROR, f"- changing {path} failed: {_one_line(error, SAY_CHARS)}"
         new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
-        held = contents(path, str(new)) if new else ""
+        if patched:  # the lines the patch adds
+            new = "\n".join(line[1:] for line in patch_text(call).splitlines() if line.startswith("+"))
+        held = contents(path, str(new)) if new and len(patched) <= 1 else ""
         if not held:
-            return None  # the summary's "Files changed" list names it
+            return (CHANGE, f"- changed {path}") if len(patched) > 1 else None  # else the "Files changed" list names it
         return CHANGE, f"- changed {path}: {held}"
     if tool in SHELL_TOOLS:
         command = _command(arguments)
@@ -165,7 +183,7 @@ def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         if message.get("role") in ("tool", "function"):
             key = message.get("tool_call_id")
             if key is not None:
-                results.setdefault(str(key), content_text(message))
+                results.setdefault(str(key), tool_output(content_text(message)))
     return results
 
 

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from core.messages import call_arguments, content_text, tool_calls
 
 MAX_FACTS = 40
@@ -35,6 +37,18 @@ _SIGNATURE = re.compile(r"^\W*(?:async\s+)?(?:def|class|fn|func|function)\s")
 
 # The line that names a traceback's exception: unindented, after the frames.
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
+
+
+def tool_output(text: str) -> str:
+    """What a tool printed: Codex wraps a command's output as {"output": ..., "metadata": ...}."""
+    if not text.startswith('{"output":'):
+        return text
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    output = value.get("output") if isinstance(value, dict) else None
+    return output if isinstance(output, str) else text
 
 
 def first_error_line(text: str) -> str | None:
