@@ -133,6 +133,21 @@ def clamp_calls(calls: Any, max_tokens: int, counter: MessageCounter) -> tuple[A
     return out, changed
 
 
+def clamp_message(data: dict[str, Any], max_tokens: int, counter: MessageCounter) -> tuple[dict[str, Any] | None, int]:
+    """``data`` with its text parts and call-argument strings over ``max_tokens`` cut (head and tail
+    kept), and how many were cut; (None, 0) when none was."""
+    content, changed = clamp_content(data.get("content"), max_tokens, counter)
+    calls, changed_calls = clamp_calls(data.get("tool_calls"), max_tokens, counter)
+    if not (changed or changed_calls):
+        return None, 0
+    clamped = dict(data)
+    if changed:
+        clamped["content"] = content
+    if changed_calls:
+        clamped["tool_calls"] = calls
+    return clamped, changed + changed_calls
+
+
 def middle_cut(message: Message, text_tokens: int, most_tokens: int, counter: MessageCounter) -> dict[str, Any] | None:
     """``message``'s data with its long text parts cut in the middle to ``text_tokens`` each (head and
     tail kept), when the message then takes at most ``most_tokens``; None when nothing was cut or it

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.engine.budget import AIM_SHARE
-from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
+from core.engine.clamp import MIN_PART_TOKENS, clamp_message
 from core.engine.workspace import Workspace
 from core.strategies.base import Param, StrategyInfo
 
@@ -39,18 +39,12 @@ def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
             continue
         # Cut only as much as the budget still needs: the rest of a long part is worth keeping.
         part_room = max(limit, message.tokens - _still_needed(workspace)) if max_part_tokens is None else limit
-        content, changed = clamp_content(message.data.get("content"), part_room, workspace.counter)
-        calls, changed_calls = clamp_calls(message.data.get("tool_calls"), part_room, workspace.counter)
-        if changed or changed_calls:
-            data = dict(message.data)
-            if changed:
-                data["content"] = content
-            if changed_calls:
-                data["tool_calls"] = calls
+        data, cut = clamp_message(message.data, part_room, workspace.counter)
+        if data is not None:
             if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
                 continue  # nothing to gain (a limit near the marker's size)
             workspace.rewrite(position, data, f"text over {part_room} tokens clamped to head and tail")
-            clamped_parts += changed + changed_calls
+            clamped_parts += cut
     return f"clamped {clamped_parts} text part(s) and argument(s) to {limit} tokens"
 
 

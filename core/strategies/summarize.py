@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
-from core.engine.clamp import MIN_PART_TOKENS, clamp_calls, clamp_content
+from core.engine.clamp import MIN_PART_TOKENS, clamp_message
 from core.engine.file_calls import classify, patch_files
 from core.engine.workspace import Workspace
 from core.errors import StrategyError
@@ -196,7 +196,7 @@ def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
         best: tuple[int, dict[str, Any]] | None = None
         room = message.tokens - cut - 16
         for _ in range(3):  # a text's room is the message's less what surrounds it: aim lower when short
-            data = _clamped(message, max(MIN_PART_TOKENS, room), workspace)
+            data, _ = clamp_message(message.data, max(MIN_PART_TOKENS, room), workspace.counter)
             if data is None:
                 break
             saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
@@ -213,20 +213,6 @@ def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
     for position, data in planned:
         workspace.rewrite(position, data, "among the oldest messages kept: its middle cut to fill the budget")
     return True
-
-
-def _clamped(message: Message, room: int, workspace: Workspace) -> dict[str, Any] | None:
-    """The message's data with its texts and call arguments over ``room`` tokens cut, or None."""
-    content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
-    calls, changed_calls = clamp_calls(message.data.get("tool_calls"), room, workspace.counter)
-    if not (changed or changed_calls):
-        return None
-    data = dict(message.data)
-    if changed:
-        data["content"] = content
-    if changed_calls:
-        data["tool_calls"] = calls
-    return data
 
 
 def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_tokens: int) -> int:
