@@ -143,7 +143,14 @@ def quotes_files(call: Mapping[str, Any]) -> bool:
         return found[0] == "read"
     if name not in SHELL_TOOLS:
         return False
-    command = call_arguments(call).get("command", call_arguments(call).get("cmd", ""))
+    return shell_command(call_arguments(call)).lstrip().startswith(_QUOTING_COMMANDS)
+
+
+def shell_command(arguments: Mapping[str, Any]) -> str:
+    """A shell call's command line: its ``command``/``cmd`` string, or the script of a
+    ``["bash", "-lc", SCRIPT]`` list (Codex), else the list's words joined."""
+    command = arguments.get("command", arguments.get("cmd", ""))
     if isinstance(command, list):
-        command = " ".join(str(word) for word in command[2:] if command[1:2] in (["-lc"], ["-c"])) or " ".join(map(str, command))
-    return str(command).lstrip().startswith(_QUOTING_COMMANDS)
+        words = [str(w) for w in command]
+        return words[2] if len(words) >= 3 and words[1] in ("-lc", "-c") else " ".join(words)
+    return str(command)

@@ -26,6 +26,7 @@ from core.engine.file_calls import (
     patch_files,
     patch_text,
     quotes_files,
+    shell_command,
 )
 from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
@@ -84,11 +85,7 @@ def _path(arguments: Mapping[str, Any]) -> str:
 
 
 def _command(arguments: Mapping[str, Any]) -> str:
-    command = arguments.get("command", arguments.get("cmd", ""))
-    if isinstance(command, list):
-        words = [str(w) for w in command]
-        command = words[2] if len(words) >= 3 and words[1] in ("-lc", "-c") else " ".join(words)
-    return _one_line(str(command), TARGET_CHARS)
+    return _one_line(shell_command(arguments), TARGET_CHARS)
 
 
 def _tool_facts(text: str, limit: int) -> list[str]:
