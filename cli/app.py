@@ -104,7 +104,7 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> Any:
-    # The error boundary (cli.errors) puts back Python's KeyboardInterrupt when a command starts:
+    # Each command's context (cli.errors) puts back Python's KeyboardInterrupt when its code starts:
     # from there Ctrl-C is its one line, and staged files are removed.
     try:
         return app(args=argv, prog_name="compact")

@@ -57,8 +57,33 @@ def _report_usage_error(exc: Any, ctx: Any = None) -> typer.Exit:
     return typer.Exit(exc.exit_code or EXIT_USAGE)
 
 
+class _CommandContext(ClickContext):
+    """A leaf command's context: Ctrl-C becomes Python's KeyboardInterrupt when the command's own code starts.
+
+    Not earlier: typer parses options with pydantic, whose Rust core prints a KeyboardInterrupt
+    raised in a callback as "Exception ignored" and drops it. Until here the start-up handler
+    of cli.app leaves at once, which is right while nothing has been written.
+    """
+
+    def invoke(self, callback: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if callback is self.command.callback and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        return super().invoke(callback, *args, **kwargs)
+
+
+def _interruptible_commands(command: Any) -> None:
+    for sub in getattr(command, "commands", {}).values():
+        if not hasattr(sub, "commands"):
+            sub.context_class = _CommandContext
+        _interruptible_commands(sub)
+
+
 class ErrorBoundaryGroup(typer.core.TyperGroup):
     """Maps every CompactError and usage error raised under it to one stderr line and its exit code."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _interruptible_commands(self)
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         ctx.meta[DEBUG_KEY] = "--debug" in args
@@ -75,8 +100,6 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
 
     def invoke(self, ctx: ClickContext) -> Any:
         try:
-            if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-                signal.signal(signal.SIGINT, signal.default_int_handler)  # see cli.app: start-up had its own
             return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise

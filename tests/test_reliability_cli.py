@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -87,3 +88,38 @@ def test_an_interrupted_batch_counts_the_outputs_its_workers_finished(tmp_path: 
     assert "Traceback" not in text
     assert f"interrupted after {whole} of 12 inputs" in text, (whole, text)
     assert whole >= 2
+
+
+_CTRL_C_INSIDE_TYPER_PARSING = """
+import os, signal, sys, time
+from pathlib import Path
+import pydantic
+
+original = pydantic.TypeAdapter.__init__
+
+def interrupted_init(self, annotation, *args, **kwargs):
+    # typer builds a pydantic TypeAdapter while it parses a command's options; pydantic-core
+    # calls back into Python from Rust, and a KeyboardInterrupt raised there is printed as
+    # "Exception ignored" and dropped. Ctrl-C lands here, and is dropped the same way.
+    if annotation is Path:  # the command's FILE argument
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)
+        except KeyboardInterrupt:
+            sys.stderr.write("Exception ignored in: 'Path'\\n")
+    original(self, annotation, *args, **kwargs)
+
+pydantic.TypeAdapter.__init__ = interrupted_init
+from cli.app import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_options_are_parsed_leaves_at_once(tmp_path: Path) -> None:
+    """Ctrl-C inside typer's option parsing (pydantic code that drops a KeyboardInterrupt) still stops the run."""
+    for args in ([str(AGENT), "--max-tokens", "3000", "--no-cache", "-o", "out.jsonl"],
+                 ["graph", "validate", str(SAMPLES / "graph" / "valid.json")]):
+        process = subprocess.run([sys.executable, "-c", _CTRL_C_INSIDE_TYPER_PARSING, *args], cwd=tmp_path,
+                                 capture_output=True, text=True, timeout=60, preexec_fn=_ctrl_c_reaches_it)
+        assert (process.returncode, process.stderr) == (130, "compact: error: interrupted; nothing was written\n")
+        assert list(tmp_path.iterdir()) == []
