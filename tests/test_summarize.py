@@ -336,3 +336,35 @@ def test_a_codex_patch_and_its_wrapped_output_are_read_like_any_change_and_comma
     from core.strategies.summarize import tracked_files
 
     assert tracked_files(turns) == ([], ["timer.py", "README.md"])
+
+
+def _long_span(turns: int) -> tuple[dict[str, Any], ...]:
+    span: list[dict[str, Any]] = []
+    for i in range(turns):
+        span += [msg("user", f"Step {i}: make `handler_{i}` in src/app/mod_{i}.py raise KeyError when the key is missing."),
+                 msg("assistant", f"The cause is that handler_{i} returns None because the cache key {i:04d} is unset."),
+                 assistant_calls(call(f"r{i}", "read_file", path=f"src/app/mod_{i}.py")),
+                 result(f"r{i}", f"def handler_{i}(key):\n    return CACHE.get(key)\n"),
+                 assistant_calls(call(f"t{i}", "run_shell", command=f"pytest tests/test_mod_{i}.py")),
+                 result(f"t{i}", f"FAILED tests/test_mod_{i}.py::test_missing - KeyError: 'k{i}'\n1 failed")]
+    return tuple(span)
+
+
+def test_a_long_span_is_read_only_as_far_back_as_its_summary_has_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary of a long span holds its newest requests and findings: reading the older
+    messages' calls and results, which could not be chosen, is skipped, and the note says so."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+    from core.summarizers import extractive
+
+    counted = MessageCounter(counter)
+    span = _long_span(300)
+    request = SummaryRequest(span, 1, 300, max_tokens=600)
+    text = ExtractiveSummarizer().summarize(request, counted).text
+    monkeypatch.setattr(extractive, "FIRST_READ", 10**6)  # every message read at once
+    whole = ExtractiveSummarizer().summarize(request, counted).text
+    assert [ln for ln in text.splitlines() if ln.startswith("- ")] == [ln for ln in whole.splitlines() if ln.startswith("- ")]
+    assert "- user asked (turn 300)" in text and "- read src/app/mod_299.py (2 lines): defines handler_299" in text
+    assert "(1084 less important line(s) left out to stay within 600 tokens)" in whole
+    # 300 requests and the newest assistant messages read: 836 of the 900 assistant messages were not.
+    assert "(348 less important line(s), and what 836 older assistant message(s) did, left out" in text

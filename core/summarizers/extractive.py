@@ -229,59 +229,107 @@ def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str,
     return message, read, lines, frozenset(found)
 
 
-def _span_lines(messages: Sequence[Mapping[str, Any]], first_turn: int,
-                given: dict[int, _Given] | None = None) -> tuple[list[_Line], set[str], str]:
+# An assistant message's lines are ordered by its position: room for this many lines of one message.
+_PER_MESSAGE = 1 << 20
+# Assistant messages are read newest first: this many before the choice is first tried, then
+# twice as many each time, only while an older one's lines could still be chosen.
+FIRST_READ = 64
+_ALL_KINDS = "decision, error, next_step, rationale, technical_detail"  # the trailer's longest list
+# Reading back stops when older lines could take no more than this share of the summary's room.
+SETTLED_ROOM = 0.05
+
+
+class _SpanReader:
     """The candidate lines of a span, each with its priority and position; the kinds seen; a topic.
 
-    ``given`` remembers each assistant message's lines between calls (reading a span is the cost,
-    and a run composes one span's summary several times); it is left holding this span's only."""
-    results = _newest_results(messages)
-    earlier = dict(given) if given is not None else {}
-    if given is not None:
-        given.clear()
-    out: list[_Line] = []
-    kinds: set[str] = set()
-    topic = ""
-    # A span that starts mid-turn continues the first turn; its next request opens the one after.
-    opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
-    turn = first_turn - 1 if opens else first_turn
-    seen: set[str] = set()
+    Requests, notes and orphan results are read at once; the assistant messages (their calls
+    and results are the cost of a long span) newest first, as far back as asked. A line said
+    again ("Checks: all tests pass") keeps its oldest position: repeated, it is not news. ``given`` remembers each assistant message's lines between
+    readers (a run composes one span's summary several times); it is left holding this span's only.
+    """
 
-    def add(priority: int, text: str) -> None:
-        if text not in seen:
-            seen.add(text)
-            out.append(_Line(priority, len(out), text))
+    def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
+                 given: dict[int, _Given] | None = None) -> None:
+        self.messages = messages
+        self.results = _newest_results(messages)
+        self.earlier = dict(given) if given is not None else {}
+        if given is not None:
+            given.clear()
+        self.given = given
+        self.found: dict[str, _Line] = {}
+        self.kinds: set[str] = set()
+        self.assistants: list[int] = []
+        topic = ""
+        # A span that starts mid-turn continues the first turn; its next request opens the one after.
+        opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
+        turn = first_turn - 1 if opens else first_turn
+        for position, message in enumerate(messages):
+            role = message.get("role")
+            if role == "assistant":
+                self.assistants.append(position)
+                continue
+            text = content_text(message)
+            add = self._adder(position)
+            if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
+                turn += 1  # it opens a turn like any user text (the header counts it), but asks nothing
+            elif role == "user" and text.strip():
+                turn += 1
+                topic = topic or _one_line(text, 60)
+                add(REQUEST, f"- user asked (turn {turn}): {_one_line(text, ASK_CHARS)}")
+                for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
+                    add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
+            elif role in ("tool", "function") and message.get("tool_call_id") is None:
+                error = first_error_line(text)  # a result whose call is not in the span
+                if error:
+                    add(ERROR, f"- error: {_one_line(error, SAY_CHARS)}")
+                    self.kinds.add("error")
+            elif role in ("system", "developer") and text.strip():
+                add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
+        self.topic = topic or "earlier work"
+        self.unread = len(self.assistants)  # the oldest assistant messages, not read yet
 
-    for message in messages:
-        role = message.get("role")
-        text = content_text(message)
-        if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
-            turn += 1  # it opens a turn like any user text (the header counts it), but asks nothing
-            continue
-        if role == "user" and text.strip():
-            turn += 1
-            topic = topic or _one_line(text, 60)
-            add(REQUEST, f"- user asked (turn {turn}): {_one_line(text, ASK_CHARS)}")
-            for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
-                add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
-        elif role == "assistant":
-            read = tuple(str(call.get("id")) in results for call in tool_calls(message))
-            known = earlier.get(id(message))
+    def _adder(self, position: int) -> Callable[[int, str], None]:
+        orders = iter(range(position * _PER_MESSAGE, (position + 1) * _PER_MESSAGE))
+
+        def add(priority: int, text: str) -> None:
+            order = next(orders)
+            known = self.found.get(text)
+            if known is None or order < known.order:
+                self.found[text] = _Line(priority, order, text)
+        return add
+
+    def read(self, count: int) -> None:
+        """Read the newest ``count`` of the assistant messages not read yet."""
+        first = max(self.unread - count, 0)
+        for position in reversed(self.assistants[first:self.unread]):
+            message = self.messages[position]
+            read = tuple(str(call.get("id")) in self.results for call in tool_calls(message))
+            known = self.earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
-                known = _read_assistant(message, text, results, read)
-            if given is not None:
-                given[id(message)] = known
+                known = _read_assistant(message, content_text(message), self.results, read)
+            if self.given is not None:
+                self.given[id(message)] = known
+            add = self._adder(position)
             for priority, line in known[2]:
                 add(priority, line)
-            kinds |= known[3]
-        elif role in ("tool", "function") and message.get("tool_call_id") is None:
-            error = first_error_line(text)  # a result whose call is not in the span
-            if error:
-                add(ERROR, f"- error: {_one_line(error, SAY_CHARS)}")
-                kinds.add("error")
-        elif role in ("system", "developer") and text.strip():
-            add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
-    return out, kinds, topic or "earlier work"
+            self.kinds |= known[3]
+        self.unread = first
+
+    def lines(self) -> list[_Line]:
+        return list(self.found.values())
+
+    def settles(self, chosen: list[_Line], room: int, counter: MessageCounter) -> bool:
+        """Reading older messages could change no more than a sliver of ``room`` in this choice.
+
+        An unread line is an older assistant message's, of priority FACT or lower: the requests
+        chosen keep their place whatever is read, and what they leave is all such a line could
+        take. When that is under SETTLED_ROOM, the lines already read fill it instead of a read
+        back through a long span. (A line read may yet recur in an older message, which would
+        rank it older: so the lines of FACT priority read so far are not counted as settled.)"""
+        if not self.unread:
+            return True
+        requests = sum(counter.count_text(line.text) + 1 for line in chosen if line.priority < FACT)
+        return room - requests < max(8, int(room * SETTLED_ROOM))
 
 
 @dataclass(frozen=True)
@@ -295,21 +343,38 @@ class ExtractiveSummarizer:
         return "extractive/2"
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        lines, kinds, topic = _span_lines(request.messages, request.first_turn, self._given)
-        trailer = f"{TRAILER} {', '.join(sorted(kinds)) if kinds else 'technical_detail'}"
-        topic = topic.replace('"', "'")
+        reader = _SpanReader(request.messages, request.first_turn, self._given)
+        topic = reader.topic.replace('"', "'")
         head = f'<summary topic="{topic}" compressed-from-turns="{request.first_turn}-{request.last_turn}">'
-        room = request.max_tokens - counter.count_text(trailer) - counter.count_text(head + "</summary>") - 24
-        carried = self._carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
-        room -= counter.count_text(carried) if carried else 0
-        chosen, omitted = self._choose(lines, room, counter)
+        # Read back only while an older message's lines could still be chosen; the trailer, which
+        # lists the kinds met, is not known before: the room is judged with the longest one.
+        carried, room = self._rooms(request, f"{TRAILER} {_ALL_KINDS}", head, counter)
+        batch = FIRST_READ
+        while reader.unread:
+            reader.read(batch)
+            batch *= 2
+            if reader.settles(self._choose(reader.lines(), room, counter)[0], room, counter):
+                break
+        kinds = reader.kinds
+        trailer = f"{TRAILER} {', '.join(sorted(kinds)) if kinds else 'technical_detail'}"
+        carried, room = self._rooms(request, trailer, head, counter)
+        chosen, omitted = self._choose(reader.lines(), room, counter)
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
-        if omitted:
+        if reader.unread:
+            body.append(f"({omitted} less important line(s), and what {reader.unread} older assistant message(s) "
+                        f"did, left out to stay within {request.max_tokens} tokens)")
+        elif omitted:
             body.append(f"({omitted} less important line(s) left out to stay within {request.max_tokens} tokens)")
         parts.append("\n".join([head, *body, "</summary>"]))
         parts.append(trailer)
         return SummaryResult(text="\n".join(parts), by=self.name, preserved_kinds=sorted(kinds))
+
+    def _rooms(self, request: SummaryRequest, trailer: str, head: str, counter: MessageCounter) -> tuple[str, int]:
+        """An earlier summary carried over, and the room left for this span's lines."""
+        room = request.max_tokens - counter.count_text(trailer) - counter.count_text(head + "</summary>") - 24
+        carried = self._carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
+        return carried, room - (counter.count_text(carried) if carried else 0)
 
     @staticmethod
     def _choose(lines: list[_Line], room: int, counter: MessageCounter) -> tuple[list[_Line], int]:
