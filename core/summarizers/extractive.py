@@ -361,9 +361,9 @@ class ExtractiveSummarizer:
         chosen, omitted = self._choose(reader.lines(), room, counter)
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
-        if reader.unread:
-            body.append(f"({omitted} less important line(s), and what {reader.unread} older assistant message(s) "
-                        f"did, left out to stay within {request.max_tokens} tokens)")
+        if reader.unread:  # the calls and results of older assistant messages were not even read
+            body.append(f"({omitted} less important line(s) and older details left out to stay within "
+                        f"{request.max_tokens} tokens)")
         elif omitted:
             body.append(f"({omitted} less important line(s) left out to stay within {request.max_tokens} tokens)")
         parts.append("\n".join([head, *body, "</summary>"]))
