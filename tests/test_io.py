@@ -100,3 +100,13 @@ def test_lines_split_across_read_blocks_keep_their_numbers_and_bytes(tmp_path: P
     bad.write_text("\n".join([*lines[:6], "{oops", lines[6]]) + "\n")
     result = invoke(str(bad), "--unlimited")
     assert ":7:" in result.stderr
+    # A line too long, blocks after the start: the error still names its line.
+    import pytest
+
+    from core.errors import InputError
+
+    long = tmp_path / "long.jsonl"
+    long.write_text("\n".join([*lines[:6], '{"role":"user","content":"' + "x" * 400 + '"}']) + "\n")
+    with pytest.raises(InputError) as raised:
+        read_transcript(str(long), max_line_bytes=300)
+    assert raised.value.line == 7

@@ -114,7 +114,6 @@ def blocks(stream: BinaryIO, name: str = "", max_line: int = DEFAULT_MAX_LINE_BY
     """(offset, bytes) blocks of whole lines of a regular file, so only one block is in memory at a time."""
     offset = 0
     carry = b""
-    lines_before = 0
     while True:
         block = stream.read(READ_BLOCK)
         if not block:
@@ -125,13 +124,26 @@ def blocks(stream: BinaryIO, name: str = "", max_line: int = DEFAULT_MAX_LINE_BY
         cut = block.rfind(b"\n") + 1
         if cut == 0:
             if len(block) > max_line:
-                raise line_too_long(name, lines_before + 1, max_line)
+                raise line_too_long(name, _lines_in(stream, offset) + 1, max_line)
             carry = block
             continue
         yield offset, block[:cut]
-        lines_before += block.count(b"\n", 0, cut)
         offset += cut
         carry = block[cut:]
+
+
+def _lines_in(stream: BinaryIO, size: int) -> int:
+    """The lines in the first ``size`` bytes of a regular file: counted again only for an error
+    message, so that reading counts each newline once."""
+    stream.seek(0)
+    lines = 0
+    while size > 0:
+        chunk = stream.read(min(size, READ_BLOCK))
+        if not chunk:
+            break
+        lines += chunk.count(b"\n")
+        size -= len(chunk)
+    return lines
 
 
 def input_bytes(path: str, stdin: BinaryIO | None, max_line: int) -> tuple[str, bytes | None]:

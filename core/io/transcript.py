@@ -113,7 +113,10 @@ def _parse_block(
     start = bom_length(raw) if base == 0 else 0
     view = memoryview(raw)
     lines_before = number
+    last, rest = lines_before, start  # the last line read, and where the lines after it begin
     for line_number, begin, stop in line_spans(raw, start, lines_before):
+        newline = raw.find(b"\n", stop)
+        last, rest = line_number, len(raw) if newline < 0 else newline + 1
         line = view[begin:stop]
         ref: bytes | memoryview | LineRef = line if source is None else LineRef(source, base + begin, stop - begin)
         try:
@@ -125,8 +128,8 @@ def _parse_block(
             transcript.messages.append(Message(data={}, line=line_number, source=ref, extra={"invalid": exc.what}))
             continue
         transcript.messages.append(Message(data=data, line=line_number, source=ref))
-    counted = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") or len(raw) == start else 1)
-    return lines_before + counted
+    # Only blank lines follow the last one read: count them, not the whole block again.
+    return last + raw.count(b"\n", rest) + (0 if raw.endswith(b"\n") or len(raw) == rest else 1)
 
 
 def parse_line(line: bytes | memoryview, path: str, number: int) -> dict[str, Any]:
