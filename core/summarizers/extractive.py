@@ -244,8 +244,9 @@ class _SpanReader:
 
     Requests, notes and orphan results are read at once; the assistant messages (their calls
     and results are the cost of a long span) newest first, as far back as asked. A line said
-    again ("Checks: all tests pass") keeps its oldest position: repeated, it is not news. ``given`` remembers each assistant message's lines between
-    readers (a run composes one span's summary several times); it is left holding this span's only.
+    again ("Checks: all tests pass") keeps its oldest position: repeated, it is not news.
+    ``given`` remembers each assistant message's lines between readers (a run composes one
+    span's summary several times); it is left holding this span's only.
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
