@@ -119,3 +119,26 @@ def test_the_progress_bar_goes_to_a_terminal_stderr_never_to_stdout(tmp_path: Pa
     assert b"counting tokens" in terminal  # the bar was drawn on the terminal
     assert b"counting tokens" not in stdout
     assert all(line.startswith(b"{") for line in stdout.splitlines())
+
+
+def test_starting_the_cli_loads_no_engine() -> None:
+    """`compact --help` (and a usage error) answer without importing the engine, tokenizers or formats."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cli.app; print(sorted(m for m in sys.modules if m.startswith("
+            "('core.api', 'core.engine', 'core.strategies', 'core.summarizers', 'core.counting', 'core.formats'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"
+
+
+def test_the_library_names_load_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = ("import core; from core import RunOptions, compact, compact_source, read_transcript, Message; "
+            "print(RunOptions.__module__, compact.__module__, 'core.api' in dir(core) or 'compact_source' in dir(core))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["core.api", "core.engine.pipeline", "True"]
+    missing = subprocess.run([sys.executable, "-c", "import core; core.nope"], capture_output=True, text=True)
+    assert "AttributeError: module 'core' has no attribute 'nope'" in missing.stderr
