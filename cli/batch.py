@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.options import RunFlags, SettingsFlags, takes
-from core.errors import EXIT_CHECK_FAILED, EXIT_OVER_BUDGET, ConfigError
+from core.errors import EXIT_CHECK_FAILED, EXIT_OVER_BUDGET, EXIT_SUMMARIZER_FAILED, ConfigError
 
 BATCH_HELP = """Compact many transcripts, each on its own, into a folder that mirrors the inputs.
 
@@ -26,8 +26,9 @@ each output) unless --force. Takes the options of `compact FILE` but -o and
 --in-place (--from, --to, --check-for, --graph... apply to each input).
 Example: `compact batch logs/ --out compacted/ --max-tokens 8000 --report batch.json`.
 Exit codes: 0 every input done or up to date; 1 some input failed (the others
-were done); 2 bad usage; 3 an input still over budget with --strict;
-130 interrupted (finished outputs are whole: rerun to resume).
+were done); 2 bad usage; 3 an input still over budget with --strict; 4 the
+model summarizer failed on an input (written without a summary; a rerun tries
+it again); 130 interrupted (finished outputs are whole: rerun to resume).
 """
 
 ENGINES = ("pool", "ray")
@@ -103,6 +104,10 @@ def batch(
         raise typer.Exit(EXIT_CHECK_FAILED)
     if flags.strict and totals.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+    if totals.summary_failed:
+        sys.stderr.write(f"compact: error: the summarizer failed on {totals.summary_failed:,} of {totals.inputs:,} inputs:"
+                         " they were written without a summary (the report's rows say which; a rerun tries them again)\n")
+        raise typer.Exit(EXIT_SUMMARIZER_FAILED)
 
 
 def _run(tasks: list[Any], *, engine: str, jobs: int | None, ray_address: str | None, fail_fast: bool,

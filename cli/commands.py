@@ -75,7 +75,9 @@ def run(
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
-    if config.summarizer_in_use == "openai" and _summary_failed(result.report):
+    from core.report import summary_failed
+
+    if config.summarizer_in_use == "openai" and summary_failed(result.report.get("actions") or []):
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
 
 
@@ -139,12 +141,6 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
         print_table(result.report, console, compacted=compacted)
     elif not quiet:
         _warn_strategy_errors(result.report)
-
-
-def _summary_failed(report: dict[str, Any]) -> bool:
-    """The summarizer failed and no later pass got a summary from it."""
-    summaries = [a for a in report.get("actions") or [] if a.get("strategy") == "summarize"]
-    return any(a.get("error") for a in summaries) and not any(not a.get("error") for a in summaries)
 
 
 def _warn_strategy_errors(report: dict[str, Any]) -> None:

@@ -31,6 +31,12 @@ class EncoderReport:
                 "fallback": self.fallback}
 
 
+def summary_failed(actions: list[dict[str, Any]]) -> bool:
+    """The summarizer failed and no later pass got a summary from it (the run is then exit 4)."""
+    summaries = [a for a in actions if a.get("strategy") == "summarize"]
+    return any(a.get("error") for a in summaries) and not any(not a.get("error") for a in summaries)
+
+
 @dataclass(frozen=True)
 class Usage:
     messages: int
@@ -111,6 +117,9 @@ class CompressionReport:
     prompt_cache: dict[str, Any]
     format: FormatReport | None = None  # None when the pipeline ran without the file reader
     version: int = REPORT_VERSION
+
+    def summary_failed(self) -> bool:
+        return summary_failed(self.actions)
 
     def acted(self) -> list[str]:
         """The strategies that changed something, in the order they first acted."""
@@ -266,6 +275,7 @@ class BatchRow:
     tokens_after: int = 0
     strategies: dict[str, int] = field(default_factory=dict)  # conversations each strategy acted on
     over_budget: int = 0  # conversations still over budget
+    summary_failed: int = 0  # conversations written without the summary: the summarizer failed
     skipped_lines: int = 0
     error: str | None = None
     error_type: str | None = None
@@ -296,6 +306,7 @@ class BatchTotals:
     tokens_before: int
     tokens_after: int
     over_budget: int
+    summary_failed: int
     strategies: dict[str, int]
     seconds: float
 

@@ -364,3 +364,35 @@ def test_every_option_of_batch_is_in_the_readme() -> None:
 def test_workers_use_the_callers_cache_folder(tree: Path, tmp_path: Path, isolated_cache: Path) -> None:
     run_batch(str(tree / "a"), "--out", str(tmp_path / "out"), *BUDGET, "-q", "--jobs", "2")
     assert (isolated_cache / "token-counts.sqlite").exists()
+
+
+def test_a_failed_model_summary_is_exit_4_and_the_input_is_compacted_again(chat_server: Any, samples: Path,
+                                                                         tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `compact FILE`: the output is written, but a summarizer that failed is never a silent 0."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(samples / "seed_example.jsonl", inputs / "a.jsonl")
+    out = tmp_path / "out"
+    config = tmp_path / "c.toml"
+    config.write_text("summarizer_retries = 0\n")
+    args = [str(inputs), "--out", str(out), "-j", "1", "--preset", "seed", "--max-messages", "6", "--strategy",
+            "summarize", "--summarizer", "openai", "--summarizer-url", chat_server.url,
+            "--summarizer-model", "test-model", "--config", str(config), "--report", str(tmp_path / "r.json"), "-q"]
+    chat_server.fail(500, '{"error": "overloaded"}')
+    failed = invoke("batch", *args)
+    assert failed.exit_code == 4, failed.output
+    assert "1 of 1 inputs" in failed.stderr and "summarizer" in failed.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    validator("batch-report").validate(report)
+    assert report["rows"][0]["summary_failed"] == 1 and report["totals"]["summary_failed"] == 1
+    assert (out / "a.jsonl").read_bytes() == (samples / "seed_example.jsonl").read_bytes()  # written, untouched
+    # The rerun does not call that output up to date: it asks the summarizer again.
+    chat_server.reply('<summary topic="vault" compressed-from-turns="1-3">The vault is in Lisbon.</summary>\n'
+                      "## Preserved Kinds: technical_detail")
+    again = invoke("batch", *args)
+    assert again.exit_code == 0, again.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["rows"][0]["status"] == "compacted" and report["totals"]["summary_failed"] == 0
+    assert "Lisbon" in (out / "a.jsonl").read_text()

@@ -274,7 +274,7 @@ def _row_of(task: BatchTask, result: CompactionResult) -> BatchRow:
         messages_before=report.before.messages, messages_after=report.after.messages,
         tokens_before=report.before.tokens, tokens_after=report.after.tokens,
         strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
-        skipped_lines=len(report.skipped_lines),
+        summary_failed=int(report.summary_failed()), skipped_lines=len(report.skipped_lines),
     )
 
 
@@ -309,6 +309,8 @@ def _up_to_date(task: BatchTask, input_hash: str, started: float) -> BatchRow | 
         recorded = BatchRow.from_dict(sidecar["row"])
     except (OSError, ValueError, TypeError, KeyError, CompactError):
         return None  # no sidecar, an unreadable one, or no output: compact again
+    if recorded.summary_failed:
+        return None  # written without its summary: ask the summarizer again
     return dataclasses.replace(recorded, index=task.index, input=task.input, output=task.output, status=UP_TO_DATE,
                                seconds=round(time.perf_counter() - started, 4))
 
@@ -399,7 +401,8 @@ def batch_report(
         conversations=sum(r.conversations for r in done),
         messages_before=sum(r.messages_before for r in done), messages_after=sum(r.messages_after for r in done),
         tokens_before=sum(r.tokens_before for r in done), tokens_after=sum(r.tokens_after for r in done),
-        over_budget=sum(r.over_budget for r in done), strategies=strategies, seconds=round(seconds, 3),
+        over_budget=sum(r.over_budget for r in done), summary_failed=sum(r.summary_failed for r in done),
+        strategies=strategies, seconds=round(seconds, 3),
     )
     first = tasks[0] if tasks else None
     return BatchReport(engine=engine, jobs=jobs, out=out, mode=first.mode if first else BUDGET,
