@@ -77,7 +77,7 @@ def run(
         raise typer.Exit(EXIT_OVER_BUDGET)
     from core.report import summary_failed
 
-    if config.summarizer_in_use == "openai" and summary_failed(result.report.get("actions") or []):
+    if summary_failed(result.report.get("actions") or [], config.summarizer_in_use):
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
 
 

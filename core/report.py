@@ -31,8 +31,13 @@ class EncoderReport:
                 "fallback": self.fallback}
 
 
-def summary_failed(actions: list[dict[str, Any]]) -> bool:
-    """The summarizer failed and no later pass got a summary from it (the run is then exit 4)."""
+def summary_failed(actions: list[dict[str, Any]], summarizer: str | None) -> bool:
+    """The model summarizer failed and no later pass got a summary from it (the run is then exit 4).
+
+    Only a model's failure counts: the offline summary skipped because it would not be smaller
+    than its span is an error of the step, not a failed summarizer."""
+    if summarizer != "openai":
+        return False
     summaries = [a for a in actions if a.get("strategy") == "summarize"]
     return any(a.get("error") for a in summaries) and not any(not a.get("error") for a in summaries)
 
@@ -117,9 +122,6 @@ class CompressionReport:
     prompt_cache: dict[str, Any]
     format: FormatReport | None = None  # None when the pipeline ran without the file reader
     version: int = REPORT_VERSION
-
-    def summary_failed(self) -> bool:
-        return summary_failed(self.actions)
 
     def acted(self) -> list[str]:
         """The strategies that changed something, in the order they first acted."""

@@ -396,3 +396,22 @@ def test_a_failed_model_summary_is_exit_4_and_the_input_is_compacted_again(chat_
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["rows"][0]["status"] == "compacted" and report["totals"]["summary_failed"] == 0
     assert "Lisbon" in (out / "a.jsonl").read_text()
+
+
+def test_a_summary_that_does_not_pay_off_is_not_a_failed_summarizer(samples: Path, tmp_path: Path) -> None:
+    """The offline summary of a tiny span is larger than the span: summarize skips it, as `compact FILE`
+    does, and that is exit 0 with nothing to retry, not the exit 4 of a model summarizer that failed."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    shutil.copy(samples / "seed_example.jsonl", inputs / "a.jsonl")
+    args = [str(inputs), "--out", str(tmp_path / "out"), "--max-tokens", "50", "--report", str(tmp_path / "r.json"), "-q"]
+    single = invoke(str(inputs / "a.jsonl"), "--max-tokens", "50", "--report", str(tmp_path / "one.json"))
+    assert single.exit_code == 0
+    assert any(a["strategy"] == "summarize" and a["error"] for a in json.loads((tmp_path / "one.json").read_text())["actions"])
+    result = invoke("batch", *args)
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["rows"][0]["summary_failed"] == 0 and report["totals"]["summary_failed"] == 0
+    assert json.loads((tmp_path / "r.json").read_text())["rows"][0]["status"] == "compacted"
+    again = invoke("batch", *args)
+    assert json.loads((tmp_path / "r.json").read_text())["rows"][0]["status"] == "up_to_date", again.output

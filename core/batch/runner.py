@@ -44,7 +44,7 @@ from core.engine.pipeline import BUDGET, CompactionResult
 from core.errors import CompactError, ConfigError, InputError
 from core.io import jsonio
 from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
-from core.report import BatchReport, BatchRow, BatchTotals
+from core.report import BatchReport, BatchRow, BatchTotals, summary_failed
 
 SIDECAR_VERSION = 1
 SIDECAR_SUFFIX = ".compact.json"
@@ -235,24 +235,27 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
         row = _up_to_date(task, input_hash, started)
         if row is not None:
             return row
+    config = config_from_dict(task.config)
     if task.options.dry_run:  # what a run would do: nothing written (the store a throwaway copy)
-        result = compact_source(task.input, config_from_dict(task.config), task.options)
-        return dataclasses.replace(_row_of(task, result), seconds=round(time.perf_counter() - started, 4))
+        result = compact_source(task.input, config, task.options)
+        return dataclasses.replace(_row_of(task, result, config.summarizer_in_use),
+                                   seconds=round(time.perf_counter() - started, 4))
     os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
 
     def write(chunks: Iterable[bytes | memoryview]) -> None:
         atomic_write_chunks(task.output, chunks, follow=False)
 
-    result = compact_source(task.input, config_from_dict(task.config), task.options, write=write)
-    row = dataclasses.replace(_row_of(task, result), seconds=round(time.perf_counter() - started, 4))
+    result = compact_source(task.input, config, task.options, write=write)
+    row = dataclasses.replace(_row_of(task, result, config.summarizer_in_use),
+                              seconds=round(time.perf_counter() - started, 4))
     sidecar = {"version": SIDECAR_VERSION, "input": task.input, "input_blake2b": input_hash,
                "settings_blake2b": task.settings, "output_blake2b": file_digest(task.output), "row": row.to_dict()}
     atomic_write_bytes(sidecar_path(task.output), orjson.dumps(sidecar) + b"\n", follow=False)
     return row
 
 
-def _row_of(task: BatchTask, result: CompactionResult) -> BatchRow:
-    """The batch row of a transcript's or a dataset's result."""
+def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -> BatchRow:
+    """The batch row of a transcript's or a dataset's result (``summarizer``: the one in use)."""
     from core.api import DatasetResult
 
     where: dict[str, Any] = {"index": task.index, "input": task.input, "output": task.output}
@@ -274,7 +277,7 @@ def _row_of(task: BatchTask, result: CompactionResult) -> BatchRow:
         messages_before=report.before.messages, messages_after=report.after.messages,
         tokens_before=report.before.tokens, tokens_after=report.after.tokens,
         strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
-        summary_failed=int(report.summary_failed()), skipped_lines=len(report.skipped_lines),
+        summary_failed=int(summary_failed(report.actions, summarizer)), skipped_lines=len(report.skipped_lines),
     )
 
 
