@@ -113,10 +113,9 @@ def _parse_block(
     start = bom_length(raw) if base == 0 else 0
     view = memoryview(raw)
     lines_before = number
-    last, rest = lines_before, start  # the last line read, and where the lines after it begin
+    last, last_stop = lines_before, -1  # the last line read, and where its text ends
     for line_number, begin, stop in line_spans(raw, start, lines_before):
-        newline = raw.find(b"\n", stop)
-        last, rest = line_number, len(raw) if newline < 0 else newline + 1
+        last, last_stop = line_number, stop
         line = view[begin:stop]
         ref: bytes | memoryview | LineRef = line if source is None else LineRef(source, base + begin, stop - begin)
         try:
@@ -129,6 +128,11 @@ def _parse_block(
             continue
         transcript.messages.append(Message(data=data, line=line_number, source=ref))
     # Only blank lines follow the last one read: count them, not the whole block again.
+    if last_stop < 0:
+        rest = start
+    else:
+        newline = raw.find(b"\n", last_stop)
+        rest = len(raw) if newline < 0 else newline + 1
     return last + raw.count(b"\n", rest) + (0 if raw.endswith(b"\n") or len(raw) == rest else 1)
 
 
