@@ -36,27 +36,26 @@ def _pointer(call: dict[str, Any], note: str) -> dict[str, Any]:
 def apply(workspace: Workspace, *, tools: str) -> str:
     names = {name.strip() for name in tools.split(",") if name.strip()}
     messages = workspace.messages
-    plans = [(position, str(call.get("id"))) for position, message in enumerate(messages)
+    plans = [(position, str(call.get("id")), call_name(call)) for position, message in enumerate(messages)
              if message.role == "assistant" and workspace.alive(position)
              for call in tool_calls(message.data) if call_name(call) in names]
     if not plans:
         return "replaced 0 older plan(s) with a pointer to the newest"
     newer = plans[-1][0]
     replaced = 0
-    for position, call_id in plans:
+    for position, call_id, tool in plans:
         if not workspace.should_continue() or position == newer:
             break  # the newest plan's message keeps every plan call it makes
         if workspace.pinned(position) or workspace.must_go(position):
             continue
         message = messages[position]
-        tool = next(call_name(c) for c in tool_calls(message.data) if str(c.get("id")) == call_id)
-        note = f"{PREFIX} plan superseded by the newer {tool} at line {messages[newer].line}]"
-        calls = [_pointer(c, note) if isinstance(c, dict) and str(c.get("id")) == call_id else c
+        reason = f"plan superseded by the newer {tool} at line {messages[newer].line}"
+        calls = [_pointer(c, f"{PREFIX} {reason}]") if isinstance(c, dict) and str(c.get("id")) == call_id else c
                  for c in message.data["tool_calls"]]
         data = {**message.data, "tool_calls": calls}
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             continue
-        workspace.rewrite(position, data, f"plan superseded by the newer {tool} at line {messages[newer].line}")
+        workspace.rewrite(position, data, reason)
         replaced += 1
     return f"replaced {replaced} older plan(s) with a pointer to the newest"
 
