@@ -75,10 +75,26 @@ def run(
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
+    failure = _summary_failure(result, config.summarizer_in_use)
+    if failure:
+        sys.stderr.write(f"compact: error: {failure}\n")
+        raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
+
+
+def _summary_failure(result: Any, summarizer: str | None) -> str:
+    """What the model summarizer's failure left without a summary, or "" when it did not fail."""
     from core.report import summary_failed
 
-    if summary_failed(result.report.get("actions") or [], config.summarizer_in_use):
-        raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
+    if result.compression is None and result.dataset is not None:  # a conversation-per-line dataset
+        lines = [row.line for row in result.dataset.rows if row.summary_failed]
+        if not lines:
+            return ""
+        shown = ", ".join(str(n) for n in lines[:5]) + (", …" if len(lines) > 5 else "")
+        return (f"the summarizer failed on {len(lines):,} of {result.dataset.conversations:,} conversations "
+                f"(line {shown}): they were written without a summary (a rerun tries them again)")
+    if summary_failed(result.report.get("actions") or [], summarizer):
+        return "the summarizer failed: the transcript was written without a summary (a rerun tries again)"
+    return ""
 
 
 def _check_destinations(file: str, output: Path | None, in_place: bool, report: str | None, *, dry_run: bool,

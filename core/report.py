@@ -194,11 +194,12 @@ class ConversationRow:
     changed: bool  # False: written back byte for byte
     over_budget: bool
     strategies: list[str]
+    summary_failed: bool = False  # written without the summary: the model summarizer failed
 
     def to_dict(self) -> dict[str, Any]:
         return {"line": self.line, "messages_before": self.messages_before, "messages_after": self.messages_after,
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after, "changed": self.changed,
-                "over_budget": self.over_budget, "strategies": self.strategies}
+                "over_budget": self.over_budget, "strategies": self.strategies, "summary_failed": self.summary_failed}
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,10 @@ class DatasetReport:
         return sum(1 for r in self.rows if r.over_budget)
 
     @property
+    def summary_failed(self) -> int:
+        return sum(1 for r in self.rows if r.summary_failed)
+
+    @property
     def before(self) -> Counts:
         return Counts(sum(r.messages_before for r in self.rows), sum(r.tokens_before for r in self.rows))
 
@@ -255,7 +260,8 @@ class DatasetReport:
         return {
             "version": self.version, "kind": "dataset", "input": self.input, "mode": self.mode,
             "encoder": self.encoder.to_dict(), "conversations": self.conversations, "changed": self.changed,
-            "over_budget": self.over_budget, "before": self.before.to_dict(), "after": self.after.to_dict(),
+            "over_budget": self.over_budget, "summary_failed": self.summary_failed,
+            "before": self.before.to_dict(), "after": self.after.to_dict(),
             "strategies": self.strategies, "skipped_lines": list(self.skipped_lines),
             "rows": [row.to_dict() for row in self.rows],
         }

@@ -398,6 +398,28 @@ def test_a_failed_model_summary_is_exit_4_and_the_input_is_compacted_again(chat_
     assert "Lisbon" in (out / "a.jsonl").read_text()
 
 
+def test_a_dataset_with_a_failed_model_summary_is_exit_4_in_batch(chat_server: Any, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dataset input counts as failed by the summarizer when any of its conversations is."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-batch")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "set.jsonl").write_bytes(dataset_bytes({"messages": conversation(6)}, {"messages": conversation(5)}))
+    config = tmp_path / "c.toml"
+    config.write_text("summarizer_retries = 0\n")
+    args = [str(inputs), "--out", str(tmp_path / "out"), "-j", "1", "--preset", "seed", "--max-messages", "6",
+            "--strategy", "summarize", "--summarizer", "openai", "--summarizer-url", chat_server.url,
+            "--summarizer-model", "test-model", "--config", str(config), "--report", str(tmp_path / "r.json"), "-q"]
+    chat_server.fail(500, '{"error": "overloaded"}')  # the first conversation's request; the second's is answered
+    failed = invoke("batch", *args)
+    assert failed.exit_code == 4, failed.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    validator("batch-report").validate(report)
+    assert report["rows"][0]["summary_failed"] == 1 and report["totals"]["summary_failed"] == 1
+    assert [c["summary_failed"] for c in report["rows"][0]["conversation_rows"]] == [True, False]
+    assert invoke("batch", *args).exit_code == 0  # not up to date: compacted again, and now summarized
+
+
 def test_a_summary_that_does_not_pay_off_is_not_a_failed_summarizer(samples: Path, tmp_path: Path) -> None:
     """The offline summary of a tiny span is larger than the span: summarize skips it, as `compact FILE`
     does, and that is exit 0 with nothing to retry, not the exit 4 of a model summarizer that failed."""

@@ -312,3 +312,35 @@ def test_a_bad_json_array_dataset_is_an_error_naming_the_file(data: bytes, error
     with pytest.raises(InputError) as caught:
         run(data, max_tokens=100)
     assert str(caught.value).startswith(error)
+
+
+def test_a_failed_model_summary_in_a_dataset_is_exit_4_and_named_per_conversation(
+    chat_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for one transcript: the dataset is written, but a summarizer that failed is never a silent 0."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dataset")
+    small = {"task_id": 0, "messages": [msg("system", "s"), msg("user", "hi")]}
+    long = {"task_id": 1, "messages": conversation(6)}
+    source = tmp_path / "set.jsonl"
+    source.write_bytes(dataset_bytes(small, long))
+    config = tmp_path / "c.toml"
+    config.write_text("summarizer_retries = 0\n")
+    out, report_path = tmp_path / "out.jsonl", tmp_path / "r.json"
+    args = [str(source), "-o", str(out), "--report", str(report_path), "--preset", "seed", "--max-messages", "6",
+            "--strategy", "summarize", "--summarizer", "openai", "--summarizer-url", chat_server.url,
+            "--summarizer-model", "test-model", "--config", str(config), "-q"]
+    chat_server.fail(500, '{"error": "overloaded"}')
+    failed = invoke(*args)
+    assert failed.exit_code == 4, failed.output
+    assert "1 of 2 conversations" in failed.stderr and "line 2" in failed.stderr and "Traceback" not in failed.stderr
+    report = json.loads(report_path.read_text())
+    validate_dataset_report(report)
+    assert [r["summary_failed"] for r in report["rows"]] == [False, True] and report["summary_failed"] == 1
+    assert len(out.read_bytes().splitlines()) == 2  # written whole all the same
+
+    chat_server.reply('<summary topic="files" compressed-from-turns="1-3">Read f0.py to f2.py.</summary>\n'
+                      "## Preserved Kinds: technical_detail")
+    again = invoke(*args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(report_path.read_text())["summary_failed"] == 0
+    assert "Read f0.py to f2.py." in out.read_text()

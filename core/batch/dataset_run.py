@@ -45,7 +45,7 @@ from core.io import jsonio
 from core.io.rawinput import numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message
-from core.report import ConversationRow, DatasetReport, EncoderReport
+from core.report import ConversationRow, DatasetReport, EncoderReport, summary_failed
 
 DATASET = "dataset"
 TRANSCRIPT = "transcript"
@@ -123,6 +123,7 @@ class DatasetCompactor:
             report.before.messages, report.after.messages,
             report.before.tokens, report.after.tokens,
             changed=changed, over_budget=report.over_budget, strategies=report.acted(),
+            summary_failed=summary_failed(report.actions, self.config.summarizer_in_use),
         ))
         if not changed:
             return raw

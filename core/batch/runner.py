@@ -46,7 +46,7 @@ from core.io import jsonio
 from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
 from core.report import BatchReport, BatchRow, BatchTotals, summary_failed
 
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2  # 2: a dataset's rows say summary_failed
 SIDECAR_SUFFIX = ".compact.json"
 COMPACTED = "compacted"
 UNCHANGED = "unchanged"  # read and written back, but no strategy changed anything (already within budget)
@@ -265,7 +265,7 @@ def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -
             **where, status=COMPACTED if data.changed else UNCHANGED, kind=DATASET, conversations=data.conversations,
             messages_before=data.before.messages, messages_after=data.after.messages,
             tokens_before=data.before.tokens, tokens_after=data.after.tokens, strategies=data.strategies,
-            over_budget=data.over_budget, skipped_lines=len(data.skipped_lines),
+            over_budget=data.over_budget, summary_failed=int(data.summary_failed > 0), skipped_lines=len(data.skipped_lines),
             conversation_rows=[row.to_dict() for row in data.rows],
         )
     report = result.compression
