@@ -77,7 +77,8 @@ def run(
         raise typer.Exit(EXIT_OVER_BUDGET)
     failure = _summary_failure(result, config.summarizer_in_use)
     if failure:
-        sys.stderr.write(f"compact: error: {failure}\n")
+        if quiet or result.compression is None:  # (a transcript's table or warning line already said it)
+            sys.stderr.write(f"compact: error: {failure}\n")
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
 
 

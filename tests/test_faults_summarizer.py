@@ -159,6 +159,11 @@ def test_a_summarizer_that_fails_is_not_silent_without_the_table(tmp_path: Path,
     assert (tmp_path / "out.jsonl").stat().st_size > 0
     lines = process.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("compact: warning: summarize failed in pass 1: cannot reach")
+    # --quiet leaves out warnings, not errors: the exit code gets its one line.
+    quiet = subprocess.run([*process.args, "-q"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env())
+    assert quiet.returncode == 4
+    assert quiet.stderr.splitlines() == [
+        "compact: error: the summarizer failed: the transcript was written without a summary (a rerun tries again)"]
 
 
 @pytest.fixture
