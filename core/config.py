@@ -105,9 +105,11 @@ def _coerce(kind: type, value: str) -> Any:
 PRESETS = ("default", "seed")
 SUMMARIZERS = ("extractive", "openai", "none")
 
-# The default list, chosen by bench/quality.py: cheap lossless rewrites first, then old tool
-# output, then the oldest span summarized, then whatever still has to go, newest kept.
+# The default list, chosen by bench/quality.py: what no model reads again first (earlier turns'
+# thinking), cheap lossless rewrites next, then old tool output, then the oldest span
+# summarized, then whatever still has to go, newest kept.
 DEFAULT_LIST = (
+    "drop_old_thinking",
     "deduplicate_file_reads",
     "supersede_plans",
     "clear_tool_results",

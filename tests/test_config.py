@@ -95,8 +95,8 @@ def test_default_config_matches_the_seed() -> None:
     assert seed.summarizer_in_use is None and seed.seed_semantics
     config = MemoryConfig()
     assert [str(s) for s in config.strategies] == [
-        "deduplicate_file_reads", "supersede_plans", "clear_tool_results", "clamp_oversized_messages", "summarize",
-        "sliding_window", "drop_observations", "drop_turns",
+        "drop_old_thinking", "deduplicate_file_reads", "supersede_plans", "clear_tool_results",
+        "clamp_oversized_messages", "summarize", "sliding_window", "drop_observations", "drop_turns",
     ]
     assert config.summarizer_in_use == "extractive" and not config.seed_semantics
     defaults = {name: strategies.get(name).defaults() for name in strategies.NAMES}

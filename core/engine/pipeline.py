@@ -283,8 +283,10 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     aim = int(limit * AIM_SHARE)
     if workspace.live_tokens >= aim:
         return
-    # A stale read or a superseded plan points at the newer one: giving it back would repeat it.
-    stale = {e["line"] for e in workspace.ledger if e["strategy"] in ("deduplicate_file_reads", "supersede_plans")}
+    # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
+    # an earlier turn's thinking is read by no model.
+    stale = {e["line"] for e in workspace.ledger
+             if e["strategy"] in ("deduplicate_file_reads", "supersede_plans", "drop_old_thinking")}
     workspace.begin("give_back", 0)
     cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):

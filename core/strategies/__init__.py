@@ -10,6 +10,7 @@ from core.strategies import (
     clear_tool_results,
     deduplicate_file_reads,
     drop_observations,
+    drop_old_thinking,
     drop_turns,
     offload,
     sliding_window,
@@ -28,6 +29,7 @@ _MODULES = (
     sliding_window,
     drop_observations,
     drop_turns,
+    drop_old_thinking,
 )
 
 

@@ -1,0 +1,62 @@
+"""DropOldThinking: the thinking blocks of turns before the current one go, oldest first.
+
+Anthropic's API strips the thinking of earlier turns itself: the model never
+sees it again, and it does not count toward the context window. Only the
+current turn's thinking (since the newest user message, the tool-use loop in
+progress) must be sent back, signatures intact, so that stays. Every other
+provider drops thinking blocks anyway. So keeping an earlier turn's thinking
+spends the budget on text no model reads; this step removes it before any
+step that loses something a model would see. An assistant message that held
+nothing but thinking goes whole. Oldest first, and only as much as the budget
+needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.engine.workspace import Workspace
+from core.messages import has_text, tool_calls
+from core.strategies.base import StrategyInfo
+
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+REASON = "thinking of an earlier turn: the API strips it, no model reads it again"
+
+
+def _is_thinking(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in THINKING_BLOCKS
+
+
+def apply(workspace: Workspace) -> str:
+    messages = workspace.messages
+    current = workspace.structure.current_turn_start
+    end = current if current is not None else 0  # no user message: every turn is the current one
+    dropped = blocks = 0
+    for position in range(end):
+        if not workspace.should_continue():
+            break
+        message = messages[position]
+        content = message.data.get("content")
+        if message.role != "assistant" or not isinstance(content, list) or not workspace.alive(position):
+            continue
+        kept = [part for part in content if not _is_thinking(part)]
+        if len(kept) == len(content) or workspace.pinned(position) or workspace.must_go(position):
+            continue  # (a message the window removes anyway is left to it)
+        data = {**message.data, "content": kept}
+        if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
+            if not workspace.remove([position], REASON):
+                continue
+            dropped += 1
+        else:
+            workspace.rewrite(position, data, REASON)
+        blocks += len(content) - len(kept)
+    return f"dropped {blocks} thinking block(s) of earlier turns, oldest first ({dropped} message(s) held nothing else)"
+
+
+STRATEGY = StrategyInfo(
+    name="drop_old_thinking",
+    alias="DropOldThinking",
+    summary="remove the thinking blocks of earlier turns (the API strips them; no model reads them again)",
+    params=(),
+    apply=apply,
+)
