@@ -33,14 +33,16 @@ def apply(workspace: Workspace) -> str:
     end = current if current is not None else 0  # no user message: every turn is the current one
     dropped = blocks = 0
     for position in range(end):
-        if not workspace.should_continue():
-            break
         message = messages[position]
         content = message.data.get("content")
-        if message.role != "assistant" or not isinstance(content, list) or not workspace.alive(position):
-            continue
+        if not isinstance(content, list) or message.role != "assistant":
+            continue  # (most messages: checked before anything costlier)
         kept = [part for part in content if not _is_thinking(part)]
-        if len(kept) == len(content) or workspace.pinned(position) or workspace.must_go(position):
+        if len(kept) == len(content) or not workspace.alive(position):
+            continue
+        if not workspace.should_continue():
+            break
+        if workspace.pinned(position) or workspace.must_go(position):
             continue  # (a message the window removes anyway is left to it)
         data = {**message.data, "content": kept}
         if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
