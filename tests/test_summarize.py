@@ -260,6 +260,20 @@ def test_a_short_summary_keeps_findings_over_announcements_and_edit_receipts() -
     assert "replaced 2 lines with 3 lines" not in roomy
 
 
+def test_an_opener_is_not_what_the_assistant_said() -> None:
+    """ "Interesting!" or "Perfect." says nothing: the line quotes the first sentence that does."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    turns = [msg("user", "Why does resume not find the session?"),
+             msg("assistant", "Interesting! Claude Code looks sessions up by the folder the user is in."),
+             msg("assistant", "Perfect.")]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000),
+                                            MessageCounter(counter)).text
+    assert "- assistant: Claude Code looks sessions up by the folder the user is in." in text
+    assert "Interesting!" not in text and "Perfect." not in text
+
+
 def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> None:
     """A docstring's "KeyError: If the key is not registered." or a test's expected message is the
     file's text: the read is recorded with what the file defines, and only a read that failed

@@ -184,13 +184,20 @@ def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return results
 
 
+def _says_something(sentence: str) -> bool:
+    """More than a short opener: four words or more, or a value (a name, a number, a path)."""
+    return len(sentence.split()) >= 4 or _VALUE.search(sentence) is not None
+
+
 def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str, str],
                      add: Callable[[int, str], None], kinds: set[str]) -> None:
     """What the assistant said and decided, and a line for each of its tool calls."""
     if text.strip():
-        said = next((s for s in _SENTENCE_END.split(text) if s.strip()), text)
+        # The first sentence that says something: not an opener like "Interesting!" or "Perfect."
+        said = next((s for s in _SENTENCE_END.split(text) if _says_something(s)), "")
         decision = _DECISION.search(text)
-        add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
+        if said:
+            add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
         for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
             if fact.strip() != said.strip():
                 add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
