@@ -75,6 +75,11 @@ class StrategyError(CompactError):
     """A strategy failed; recorded in the report, never fatal."""
 
 
+class StrategySkipped(StrategyError):
+    """A strategy chose not to act because acting would not help (a summary that would not be
+    smaller than its turns): listed with why in the report's ``skipped``, not an error."""
+
+
 class StoreError(CompactError):
     """The offload store cannot be opened, read or written; one line naming the store and the fix."""
 

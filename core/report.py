@@ -34,8 +34,8 @@ class EncoderReport:
 def summary_failed(actions: list[dict[str, Any]], summarizer: str | None) -> bool:
     """The model summarizer failed and no later pass got a summary from it (the run is then exit 4).
 
-    Only a model's failure counts: the offline summary skipped because it would not be smaller
-    than its span is an error of the step, not a failed summarizer."""
+    Only a model's failure counts (the offline summarizer does not fail), and a summary skipped
+    because it would not be smaller than its span is in the report's ``skipped``, not an error."""
     if summarizer != "openai":
         return False
     summaries = [a for a in actions if a.get("strategy") == "summarize"]

@@ -429,7 +429,8 @@ def test_a_summary_that_does_not_pay_off_is_not_a_failed_summarizer(samples: Pat
     args = [str(inputs), "--out", str(tmp_path / "out"), "--max-tokens", "50", "--report", str(tmp_path / "r.json"), "-q"]
     single = invoke(str(inputs / "a.jsonl"), "--max-tokens", "50", "--report", str(tmp_path / "one.json"))
     assert single.exit_code == 0
-    assert any(a["strategy"] == "summarize" and a["error"] for a in json.loads((tmp_path / "one.json").read_text())["actions"])
+    skipped = json.loads((tmp_path / "one.json").read_text())["skipped"]
+    assert [s["strategy"] for s in skipped] == ["summarize"] and "would not be smaller" in skipped[0]["reason"]
     result = invoke("batch", *args)
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "r.json").read_text())

@@ -166,6 +166,26 @@ def test_a_failing_server_leaves_the_transcript_untouched(failure: str, chat_ser
     assert KEY not in everything
 
 
+def test_a_model_summary_larger_than_its_span_is_skipped_not_a_failed_summarizer(
+    chat_server: Any, samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model answered, but its summary would cost more than the turns it replaces: summarize
+    leaves them, the report lists it as skipped with why, and the run is not exit 4."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    chat_server.reply('<summary topic="vault" compressed-from-turns="1-2">The user asked where the vault is; '
+                      "it is in Lisbon, behind the second door, and the code was given in the first turn.</summary>\n"
+                      "## Preserved Kinds: technical_detail")
+    report = tmp_path / "r.json"
+    result_ = invoke(seed(samples), "--max-tokens", "50", *llm_args(chat_server), "--strategy", "summarize",
+                     "--report", str(report))
+    assert result_.exit_code == 0, result_.output
+    data = json.loads(report.read_text())
+    assert [s["strategy"] for s in data["skipped"]] == ["summarize"]
+    assert "would not be smaller" in data["skipped"][0]["reason"]
+    assert data["last_error"] is None and not any(a["error"] for a in data["actions"])
+    assert len(chat_server.requests) >= 1  # the model was asked: it did not fail, its summary did not pay off
+
+
 def test_the_api_key_never_reaches_output_or_report(chat_server: Any, samples: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_KEY", KEY)

@@ -15,7 +15,7 @@ from core.engine.clamp import clamp_content, middle_cut
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace
-from core.errors import StoreUnavailable
+from core.errors import StoreUnavailable, StrategySkipped
 from core.messages import (
     SYSTEM_ROLES,
     Message,
@@ -410,6 +410,11 @@ def _run_strategies(
             except StoreUnavailable:  # the store itself broke: going on would be a silent failure
                 workspace.rollback()
                 raise
+            except StrategySkipped as exc:  # acting would not have helped: why, but no error
+                workspace.rollback()
+                workspace.end()
+                skipped.setdefault(info.name, str(exc))
+                continue
             except Exception as exc:  # noqa: BLE001  a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")
@@ -418,6 +423,7 @@ def _run_strategies(
             if outcome.acted:
                 progress = True
                 actions.append(_action(info.name, pass_number, outcome))
+                skipped.pop(info.name, None)  # skipped in an earlier pass, it acted in this one
         if full or not workspace.over_budget() or not progress:
             break
     return passes

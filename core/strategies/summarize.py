@@ -20,7 +20,7 @@ from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message
 from core.engine.file_calls import classify, patch_files
 from core.engine.workspace import Workspace
-from core.errors import StrategyError
+from core.errors import StrategySkipped
 from core.io import jsonio
 from core.messages import (
     SUMMARY_MARKER,
@@ -360,7 +360,7 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed) or composed
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
     if not workspace.full and budget.token_limit is not None and composed.tokens >= span_tokens:
-        raise StrategyError(
+        raise StrategySkipped(
             f"the summary ({composed.tokens:,} tokens) would not be smaller than what it replaces "
             f"({span_tokens:,} tokens); the turns stay as they are"
         )
