@@ -99,7 +99,10 @@ def test_compaction_keeps_calls_with_outputs_and_drops_copies_of_cleared_outputs
     assert {e["call_id"] for e in events(out, "exec_command_end")} == ended - cleared  # copies of cleared output gone
     assert ended & cleared  # (the fixture has such copies)
     kept_stamps = {line["timestamp"] for line in out}
-    assert all(line["timestamp"] in kept_stamps for line in original if line["type"] != "event_msg")
+    gone = [line for line in original if line["type"] != "event_msg" and line["timestamp"] not in kept_stamps]
+    assert gone and all(line["payload"]["type"] == "reasoning" for line in gone)  # earlier turns' reasoning only
+    kept_reasoning = {s["text"] for i in items(out) if i["type"] == "reasoning" for s in i["summary"]}
+    assert {e["text"] for e in events(out, "agent_reasoning")} == kept_reasoning  # its event copies went with it
 
 
 def test_removed_messages_take_their_event_copies_with_them(tmp_path: Path) -> None:

@@ -1,14 +1,16 @@
-"""DropOldThinking: the thinking blocks of turns before the current one go, oldest first.
+"""DropOldThinking: the thinking of turns before the current one goes, oldest first.
 
-Anthropic's API strips the thinking of earlier turns itself: the model never
-sees it again, and it does not count toward the context window. Only the
+Anthropic's API strips the thinking blocks of earlier turns itself: the model
+never sees them again, and they do not count toward the context window.
+OpenAI's reasoning models discard their reasoning after each turn too (a
+Responses ``reasoning`` item of an earlier turn may be left out; those since
+the newest user message must be sent with the calls they led to). So only the
 current turn's thinking (since the newest user message, the tool-use loop in
-progress) must be sent back, signatures intact, so that stays. Every other
-provider drops thinking blocks anyway. So keeping an earlier turn's thinking
-spends the budget on text no model reads; this step removes it before any
-step that loses something a model would see. An assistant message that held
-nothing but thinking goes whole. Oldest first, and only as much as the budget
-needs.
+progress) stays, signatures and encrypted content intact; keeping an earlier
+turn's spends the budget on text no model reads. This step removes it before
+any step that loses something a model would see. An assistant message that
+held nothing but thinking goes whole. Oldest first, and only as much as the
+budget needs.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from core.engine.workspace import Workspace
 from core.messages import has_text, tool_calls
 from core.strategies.base import StrategyInfo
 
-THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-REASON = "thinking of an earlier turn: the API strips it, no model reads it again"
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})  # Anthropic; Responses
+REASON = "thinking of an earlier turn: the API discards it, no model reads it again"
 
 
 def _is_thinking(part: Any) -> bool:
@@ -58,7 +60,7 @@ def apply(workspace: Workspace) -> str:
 STRATEGY = StrategyInfo(
     name="drop_old_thinking",
     alias="DropOldThinking",
-    summary="remove the thinking blocks of earlier turns (the API strips them; no model reads them again)",
+    summary="remove the thinking of earlier turns (the APIs discard it; no model reads it again)",
     params=(),
     apply=apply,
 )
