@@ -38,6 +38,34 @@ def test_deduplicate_file_reads_points_older_reads_at_the_newest() -> None:
     assert all(e["action"] == "rewritten" for e in out.report["removed"])
 
 
+def test_a_call_repeated_with_the_same_result_points_the_older_result_at_the_newer() -> None:
+    """The same call (tool and arguments) answered by the same text again: the older copy says
+    nothing the newer does not. A different answer is history, and stays."""
+    details = json.dumps({"reservation_id": "4WQ150", "flights": ["HAT170", "HAT045"], "status": "active"} | {
+        "passengers": [{"first_name": "Chen", "last_name": "Jackson", "dob": f"1956-07-{n:02d}"} for n in range(1, 29)]})
+    changed = details.replace('"active"', '"cancelled"')
+    messages = [
+        msg("system", "You are an airline agent."),
+        msg("user", "Cancel reservation 4WQ150."),
+        assistant_calls(call("c1", "get_reservation_details", reservation_id="4WQ150")),
+        result("c1", details),
+        assistant_calls(call("c2", "get_reservation_details", reservation_id="4WQ150")),
+        result("c2", details),
+        assistant_calls(call("c3", "cancel_reservation", reservation_id="4WQ150")),
+        result("c3", "ok"),
+        assistant_calls(call("c4", "get_reservation_details", reservation_id="4WQ150")),
+        result("c4", changed),
+        msg("user", "Thanks."),
+    ]
+    out = run_core(messages, mode="full", strategies=["deduplicate_file_reads"])
+    contents = {m.line: m.data["content"] for m in out.messages}
+    assert contents[4] == "[compact: same result as the newer get_reservation_details at line 6]"
+    assert contents[6] == details and contents[10] == changed  # the newest copy, and a changed answer, stay
+    assert [e["line"] for e in out.report["removed"]] == [4]
+    seed = run_core(messages, mode="full", strategies=["deduplicate_file_reads:tool_name=read_file"])
+    assert not seed.report["removed"]  # the seed's read_file-only rule is unchanged
+
+
 def test_clear_tool_results_keeps_the_newest_pairs_and_says_what_it_cleared() -> None:
     out = run_core(reads_transcript(), mode="full", strategies=["clear_tool_results:keep_pairs=1"])
     contents = {m.line: m.data["content"] for m in out.messages}

@@ -122,6 +122,12 @@ def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: st
     return "; ".join(parts) + "]"
 
 
+def same_result(tool_name: str, target: str, line: int | None) -> str:
+    what = f"{tool_name} {target}".strip()
+    where = f" at line {line}" if line is not None else ""
+    return f"{PREFIX} same result as the newer {what}{where}]"
+
+
 def changed_later(tool_name: str, path: str, line: int | None) -> str:
     where = f" at line {line}" if line is not None else ""
     return f"{PREFIX} stale {tool_name} of {path}: the file was changed later{where}]"

@@ -2,8 +2,11 @@
 
 Agents read the same file again and again. Every read but the newest of each
 file (the same range of it) becomes a short note pointing at the newer one; a
-later write or edit of the file makes older reads stale too. Oldest first, and
-only as many as the budget needs.
+later write or edit of the file makes older reads stale too. Any other call
+made again with the same arguments and answered with the same text (an agent
+looking a record up twice) likewise points its older result at the newer
+one; a different answer is history and stays. Oldest first, and only as many
+as the budget needs.
 
 The read tools of the agents whose logs compact reads are known (Claude Code
 ``Read``, OpenAI-style ``read_file``, pi ``read``, SWE-agent/OpenHands
@@ -13,6 +16,11 @@ running ``cat``/``nl``/``sed -n``/``head``/``tail`` on one file);
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
 
 from core.engine import placeholders
 from core.engine.file_calls import classify
@@ -25,12 +33,18 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     structure = workspace.structure
     messages = workspace.messages
     events: list[tuple[int, str, str, str, str]] = []  # (position, kind, path, range, tool), transcript order
+    repeats: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (tool, arguments) -> [(result, target)]
     for position, message in enumerate(messages):
         if message.role != "assistant" or not workspace.alive(position):
             continue
         for call in tool_calls(message.data):
             found = classify(call, path_arg, tool_name)
             if found is None:
+                if not tool_name:  # (the seed's read_file-only rule stays as it was)
+                    answers = structure.results_of_call.get((position, str(call.get("id"))), [])
+                    if len(answers) == 1:
+                        calls = repeats.setdefault((call_name(call), _arguments_key(call)), [])
+                        calls.append((answers[0], placeholders.call_target(call)))
                 continue
             kind, path, part = found
             if kind == "write":
@@ -76,8 +90,52 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
             continue  # the pointer would cost as much as the read
         workspace.rewrite(position, data, f"superseded by a newer read or change of {path}")
         replaced += 1
+    repeated = _point_at_newer_answers(workspace, repeats)
     which = tool_name or "file-read"
-    return f"replaced {replaced} older {which} result(s) with a pointer to the newer read or change"
+    also = f", and {repeated} result(s) of a call repeated with the same answer" if repeated else ""
+    return f"replaced {replaced} older {which} result(s) with a pointer to the newer read or change{also}"
+
+
+def _arguments_key(call: Mapping[str, Any]) -> str:
+    """A call's arguments as written: two calls with the same text asked the same thing."""
+    function = call.get("function")
+    arguments = function.get("arguments") if isinstance(function, Mapping) else None
+    if isinstance(arguments, str):
+        return arguments
+    return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
+
+
+def _point_at_newer_answers(workspace: Workspace, repeats: dict[tuple[str, str], list[tuple[int, str]]]) -> int:
+    """Older results of a repeated call that a newer result repeats word for word become a pointer to it."""
+    messages = workspace.messages
+    stale: list[tuple[int, str, str, int]] = []  # (result, tool, target, the newer result)
+    for (tool, _arguments), answers in repeats.items():
+        if len(answers) < 2:
+            continue
+        newest_with: dict[str, int] = {}  # result text -> the newest result holding it
+        for position, target in reversed(answers):
+            content = messages[position].data.get("content")
+            # The whole content, not its text: two screenshots without text are not the same answer.
+            text = content if isinstance(content, str) else orjson.dumps(content, default=str).decode()
+            newer = newest_with.get(text)
+            if newer is None:
+                newest_with[text] = position
+            else:
+                stale.append((position, tool, target, newer))
+    replaced = 0
+    for position, tool, target, newer in sorted(stale):
+        if not workspace.should_continue():
+            break
+        message = messages[position]
+        if (workspace.pinned(position) or workspace.must_go(position) or not workspace.alive(position)
+                or placeholders.is_placeholder(message)):
+            continue
+        data = placeholders.with_content(message, placeholders.same_result(tool, target, messages[newer].line))
+        if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+            continue  # the pointer would cost as much as the result
+        workspace.rewrite(position, data, f"the same result as a newer {tool} call")
+        replaced += 1
+    return replaced
 
 
 STRATEGY = StrategyInfo(
