@@ -106,6 +106,29 @@ def test_clamp_keeps_head_and_tail_token_exact() -> None:
     assert again.report["removed"] == []
 
 
+def test_a_cut_through_code_names_what_the_cut_part_defined() -> None:
+    """The body of an edit cut in the middle: the marker says which functions the cut part held,
+    so a model knows they exist without the text."""
+    from tests.helpers import shared_counter
+
+    body = "".join(f"def step_{i}(rows):\n    total = sum(r.size for r in rows)\n    return total * {i}\n\n"
+                   for i in range(60))
+    messages = [msg("system", "s"), msg("user", "Rewrite steps.py"),
+                assistant_calls(call("e1", "edit_file", path="steps.py", old_string="x", new_string=body)),
+                result("e1", "ok"), msg("user", "next")]
+    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=300"])
+    arguments = json.loads(out.messages[2].data["tool_calls"][0]["function"]["arguments"])  # still valid JSON
+    clamped = arguments["new_string"]
+    counter, _ = shared_counter()
+    assert counter.count_batch([clamped])[0] <= 300
+    assert clamped.startswith("def step_0(rows):") and clamped.rstrip().endswith("return total * 59")
+    marker = next(line for line in clamped.splitlines() if "tokens cut" in line)
+    assert "tokens cut, defining step_" in marker
+    cut_names = marker.split("defining ")[1].split(" and ")[0].split(", ")
+    assert len(cut_names) == 8 and " more …]" in marker  # the first eight, and how many more
+    assert all(f"def {name}(" not in clamped.replace(marker, "") for name in cut_names)  # all from the cut part
+
+
 def test_clamp_never_touches_pinned_messages() -> None:
     long_text = " ".join(f"word{i}" for i in range(3000))
     messages = [msg("system", long_text), msg("user", long_text)]

@@ -13,9 +13,12 @@ import orjson
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
+from core.engine.placeholders import CUT_SCAN_NAMES
 from core.messages import Message
+from core.summarizers.facts import outline
 
 MIN_PART_TOKENS = 64
+CUT_SCAN_CHARS = 16_000  # the names a cut defined are read from its first this many characters
 
 
 def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | None:
@@ -27,6 +30,7 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     keep = max_tokens - counter.count_text(placeholders.cut(total))
     heuristic = isinstance(encoder, HeuristicCounter)
     tokens = [] if heuristic else encoder.encode(text)
+    names: list[str] | None = None
     while keep > 0:
         head_n = (keep + 1) // 2
         tail_n = keep - head_n
@@ -37,11 +41,15 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
             head = _decode(encoder, tokens[:head_n], trim_end=True)
             tail = _decode(encoder, tokens[len(tokens) - tail_n :], trim_end=False) if tail_n else ""
         kept = counter.count_text(head) + counter.count_text(tail)
-        clamped = head + placeholders.cut(total - kept) + tail
-        # Re-encoding across the joins can differ by a token or two: shrink until it fits.
-        if counter.count_text(clamped) <= max_tokens:
+        if names is None:  # (once: a later, slightly longer cut defines the same names, or a few more)
+            # A cut through code says what the cut part defined: the model knows those names exist.
+            names = outline(text[len(head) : min(len(text) - len(tail), len(head) + CUT_SCAN_CHARS)], CUT_SCAN_NAMES)
+        clamped = head + placeholders.cut(total - kept, names) + tail
+        # The names, and re-encoding across the joins, can take the text over: shrink until it fits.
+        over = counter.count_text(clamped) - max_tokens
+        if over <= 0:
             return clamped
-        keep -= max(2, keep // 50)
+        keep -= max(2, keep // 50, over)
     return None  # the limit is below the marker's own size: leave the text as it is
 
 

@@ -40,8 +40,15 @@ def superseded(tool_name: str, path: str, line: int | None) -> str:
     return f"{PREFIX} superseded by a newer {tool_name} of {path}{where}]"
 
 
-def cut(tokens: int) -> str:
-    return f"\n[… compact: {tokens:,} tokens cut …]\n"
+CUT_NAMES = 8  # a cut through code names at most this many of the definitions it took (and counts the rest)
+CUT_SCAN_NAMES = 64
+
+
+def cut(tokens: int, names: Sequence[str] = ()) -> str:
+    """The marker where a text's middle was cut; with ``names``, what the cut part defined."""
+    more = f" and {len(names) - CUT_NAMES} more" if len(names) > CUT_NAMES else ""
+    defining = f", defining {', '.join(names[:CUT_NAMES])}{more}" if len(names) >= 2 else ""
+    return f"\n[… compact: {tokens:,} tokens cut{defining} …]\n"
 
 
 def with_content(message: Message, text: str) -> dict[str, object]:

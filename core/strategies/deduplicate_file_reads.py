@@ -33,7 +33,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     structure = workspace.structure
     messages = workspace.messages
     events: list[tuple[int, str, str, str, str]] = []  # (position, kind, path, range, tool), transcript order
-    repeats: dict[tuple[str, str], list[tuple[int, str]]] = {}  # (tool, arguments) -> [(result, target)]
+    repeats: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}  # (tool, arguments) -> [(position, call)]
     for position, message in enumerate(messages):
         if message.role != "assistant" or not workspace.alive(position):
             continue
@@ -41,10 +41,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
             found = classify(call, path_arg, tool_name)
             if found is None:
                 if not tool_name:  # (the seed's read_file-only rule stays as it was)
-                    answers = structure.results_of_call.get((position, str(call.get("id"))), [])
-                    if len(answers) == 1:
-                        calls = repeats.setdefault((call_name(call), _arguments_key(call)), [])
-                        calls.append((answers[0], placeholders.call_target(call)))
+                    repeats.setdefault((call_name(call), _arguments_key(call)), []).append((position, call))
                 continue
             kind, path, part = found
             if kind == "write":
@@ -105,15 +102,21 @@ def _arguments_key(call: Mapping[str, Any]) -> str:
     return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
 
 
-def _point_at_newer_answers(workspace: Workspace, repeats: dict[tuple[str, str], list[tuple[int, str]]]) -> int:
+def _point_at_newer_answers(workspace: Workspace,
+                            repeats: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]]) -> int:
     """Older results of a repeated call that a newer result repeats word for word become a pointer to it."""
     messages = workspace.messages
-    stale: list[tuple[int, str, str, int]] = []  # (result, tool, target, the newer result)
-    for (tool, _arguments), answers in repeats.items():
-        if len(answers) < 2:
-            continue
+    results_of_call = workspace.structure.results_of_call
+    stale: list[tuple[int, str, Mapping[str, Any], int]] = []  # (result, tool, its call, the newer result)
+    for (tool, _arguments), calls in repeats.items():
+        if len(calls) < 2:
+            continue  # (most calls: nothing to compare, nothing more to look up)
         newest_with: dict[str, int] = {}  # result text -> the newest result holding it
-        for position, target in reversed(answers):
+        for owner, call in reversed(calls):
+            answers = results_of_call.get((owner, str(call.get("id"))), [])
+            if len(answers) != 1:
+                continue
+            position = answers[0]
             content = messages[position].data.get("content")
             # The whole content, not its text: two screenshots without text are not the same answer.
             text = content if isinstance(content, str) else orjson.dumps(content, default=str).decode()
@@ -121,16 +124,17 @@ def _point_at_newer_answers(workspace: Workspace, repeats: dict[tuple[str, str],
             if newer is None:
                 newest_with[text] = position
             else:
-                stale.append((position, tool, target, newer))
+                stale.append((position, tool, call, newer))
     replaced = 0
-    for position, tool, target, newer in sorted(stale):
+    for position, tool, call, newer in sorted(stale, key=lambda found: found[0]):
         if not workspace.should_continue():
             break
         message = messages[position]
         if (workspace.pinned(position) or workspace.must_go(position) or not workspace.alive(position)
                 or placeholders.is_placeholder(message)):
             continue
-        data = placeholders.with_content(message, placeholders.same_result(tool, target, messages[newer].line))
+        note = placeholders.same_result(tool, placeholders.call_target(call), messages[newer].line)
+        data = placeholders.with_content(message, note)
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             continue  # the pointer would cost as much as the result
         workspace.rewrite(position, data, f"the same result as a newer {tool} call")
