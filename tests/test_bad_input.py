@@ -12,6 +12,7 @@ command writes, and checks: the exit code; exactly one stderr line, starting
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -270,3 +271,34 @@ def test_tolerated_oddities_pass_through_unchanged(name: str) -> None:
     process = subprocess.run(["compact", bad(name), "--unlimited"], capture_output=True, timeout=60)
     assert process.returncode == 0, process.stderr
     assert process.stdout == (BAD / name).read_bytes()
+
+
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile"  # fields of a shape no reader foresaw (found by fuzzing)
+
+
+@pytest.mark.parametrize("path", sorted(HOSTILE.iterdir()), ids=lambda p: p.name)
+def test_a_field_of_an_unforeseen_shape_is_one_line_naming_the_line(path: Path, tmp_path: Path) -> None:
+    """A list where a string was expected, a missing text, an integer past 64 bits: one error line
+    naming the file and the line (exit 2), never a traceback, and nothing written."""
+    out = tmp_path / "out.jsonl"
+    run = subprocess.run(["compact", str(path), "--max-tokens", "50", "-o", str(out)],
+                         capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in run.stderr
+    lines = run.stderr.splitlines()
+    if run.returncode == 0:  # read as something valid after all (the tolerant reading): then it is written whole
+        assert out.exists()
+        return
+    assert run.returncode == 2, run.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"compact: error: {path}:"), run.stderr
+    assert not out.exists()
+
+
+def test_a_line_of_an_unforeseen_shape_is_kept_as_it_is_under_skip_invalid(tmp_path: Path) -> None:
+    source = HOSTILE / "fco_output_number.jsonl"  # a function_call_output whose output is a number, on line 3
+    report = tmp_path / "r.json"
+    run = subprocess.run(["compact", str(source), "--unlimited", "--skip-invalid", "--report", str(report)],
+                         capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == source.read_bytes()
+    skipped = json.loads(report.read_text())["skipped_lines"]
+    assert [s["line"] for s in skipped] == [3] and "TypeError" in skipped[0]["error"]

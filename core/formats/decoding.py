@@ -30,7 +30,7 @@ def decode(codec: Codec, lines: list[Line], path: str, skip_invalid: bool,
     index = {line.number: i for i, line in enumerate(lines)} if skip_invalid else {}
     while True:
         try:
-            return codec.decode(lines, path)
+            return _decode_or_name_the_line(codec, lines, path)
         except InputError as exc:
             at = index.get(exc.line) if exc.line is not None else None
             if at is None or lines[at].data is None:
@@ -38,3 +38,38 @@ def decode(codec: Codec, lines: list[Line], path: str, skip_invalid: bool,
             lines[at] = Line(lines[at].number, None, lines[at].source)
             skipped.append({"line": exc.line, "error": exc.what})
             skipped.sort(key=lambda entry: entry["line"])
+
+
+# What a codec raises on a field of a shape it did not foresee (a list where a string goes, a missing
+# key, an integer past 64 bits): a bad line, never a traceback.
+UNFORESEEN = (TypeError, KeyError, AttributeError, ValueError, IndexError)
+
+
+def _decode_or_name_the_line(codec: Codec, lines: list[Line], path: str) -> list[Message]:
+    try:
+        return codec.decode(lines, path)
+    except UNFORESEEN as exc:
+        bad = _first_failing_line(codec, lines, path)
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise InputError(
+            f"a field of this {codec.name} line has a shape its reader does not know ({detail})",
+            path=path, line=bad, fix="check the line against the format (docs/formats.md), or pass --skip-invalid "
+                                     "to keep it as it is",
+        ) from None
+
+
+def _first_failing_line(codec: Codec, lines: list[Line], path: str) -> int | None:
+    """The line whose reading fails: the shortest failing prefix of the file ends with it (only on
+    the error path: a binary search, a few decodes of prefixes)."""
+    low, high = 0, len(lines)  # lines[:low] reads, lines[:high] fails
+    while high - low > 1:
+        middle = (low + high) // 2
+        try:
+            codec.decode(lines[:middle], path)
+        except InputError:
+            high = middle
+        except UNFORESEEN:
+            high = middle
+        else:
+            low = middle
+    return lines[high - 1].number if lines else None

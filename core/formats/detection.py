@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from core.errors import InputError
 from core.formats.base import Codec, Line
+from core.formats.decoding import UNFORESEEN
 from core.formats.registry import codecs, get, known_formats
 from core.io import rawinput
 from core.io.rawinput import DEFAULT_MAX_LINE_BYTES, SAMPLE_BYTES, SAMPLE_LINES
@@ -32,9 +33,24 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
     # The common case without importing every codec: a line only chat accepts (a tool call, a
     # tool result, a developer message) rules every other format out, so search() would agree.
     sampled = [line.data for line in lines if line.data is not None]
-    if sampled and all(chat.accepts(data) for data in sampled) and any(chat.evidence(data) for data in sampled):
+    if sampled and all(_accepts(chat, data) for data in sampled) and any(_evidence(chat, data) for data in sampled):
         return chat
     return search(lines, path)
+
+
+def _accepts(codec: Codec, data: Any) -> bool:
+    """Whether ``codec`` reads this line; a field of a shape its test did not foresee means no."""
+    try:
+        return bool(codec.accepts(data))
+    except UNFORESEEN:
+        return False
+
+
+def _evidence(codec: Codec, data: Any) -> bool:
+    try:
+        return bool(codec.evidence(data))
+    except UNFORESEEN:
+        return False
 
 
 def search(lines: Sequence[Line], path: str) -> Codec:
@@ -45,9 +61,9 @@ def search(lines: Sequence[Line], path: str) -> Codec:
     for line in lines:
         if line.data is None:
             continue
-        fitting = [c for c in candidates if c.accepts(line.data)]
+        fitting = [c for c in candidates if _accepts(c, line.data)]
         if not fitting:
-            if any(c.accepts(line.data) for c in codecs().values()):
+            if any(_accepts(c, line.data) for c in codecs().values()):
                 raise _mixed_or_unknown(path, line, candidates, first_line)
             if not first_line and "role" in line.data:
                 return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
@@ -57,7 +73,7 @@ def search(lines: Sequence[Line], path: str) -> Codec:
         candidates = fitting
         for codec in candidates:
             first_line.setdefault(codec.name, line.number)
-            if codec.name not in shown and codec.evidence(line.data):
+            if codec.name not in shown and _evidence(codec, line.data):
                 shown[codec.name] = line.number
     for codec in candidates:
         if codec.name in shown:

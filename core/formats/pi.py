@@ -58,6 +58,7 @@ from typing import Any
 
 import orjson
 
+from core.errors import InputError
 from core.formats.base import (
     Codec,
     Decoded,
@@ -112,6 +113,8 @@ class PiSession(Codec):
         return kind in ENTRY_TYPES and kind != "custom"
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
+        for line in lines:
+            _check_links(line, path)
         messages = []
         for line in context(Tree.of(lines)):
             message = _decode_entry(line, path)
@@ -466,3 +469,18 @@ def _parts_out(content: Any, losses: Losses, *, text_only: bool, as_list: bool =
 
 
 CODEC = PiSession()
+
+
+LINK_KEYS = ("id", "parentId", "targetId", "fromId", "firstKeptEntryId")
+
+
+def _check_links(line: Line, path: str) -> None:
+    """An entry's id and its links to other entries are strings (or null): the tree is built from them."""
+    data = line.data
+    if data is None or data.get("type") == "session":
+        return
+    for key in LINK_KEYS:
+        value = data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"the entry's {key} is {type(value).__name__}, not a string id", path=path,
+                             line=line.number, fix=f"give {key} the id of another entry (a string) or null")
