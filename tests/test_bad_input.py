@@ -302,3 +302,25 @@ def test_a_line_of_an_unforeseen_shape_is_kept_as_it_is_under_skip_invalid(tmp_p
     assert run.stdout == source.read_bytes()
     skipped = json.loads(report.read_text())["skipped_lines"]
     assert [s["line"] for s in skipped] == [3] and "TypeError" in skipped[0]["error"]
+
+
+@pytest.mark.parametrize(("name", "command", "code"), [
+    ("anthropic_duplicate_tool_use_id.jsonl", ["validate", "{}", "--for", "openai"], 1),  # named, not a crash
+    ("anthropic_system_block_without_text.jsonl", ["{}", "--unlimited", "--to", "openai"], 0),
+    ("first_line_type_is_list.jsonl", ["count", "{}"], 2),
+])
+def test_checks_and_conversions_of_odd_lines_answer_without_a_traceback(name: str, command: list[str], code: int) -> None:
+    args = [str(HOSTILE / name) if part == "{}" else part for part in command]
+    run = subprocess.run(["compact", *args], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in run.stderr
+    assert run.returncode == code, run.stderr
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999/v1", "http://user:pw@[::1/v1?key=sk-x"])
+def test_a_summarizer_url_that_cannot_be_parsed_is_refused_up_front(url: str) -> None:
+    run = subprocess.run(["compact", str(SAMPLES / "short_chat.jsonl"), "--max-tokens", "50", "--summarizer", "openai",
+                          "--summarizer-url", url, "--summarizer-model", "m"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and "is not a valid URL" in lines[0] and "Traceback" not in run.stderr
+    assert "pw" not in run.stderr and "sk-x" not in run.stderr

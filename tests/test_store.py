@@ -613,3 +613,20 @@ def test_the_report_ledger_and_the_store_agree_on_handles(path: Path) -> None:
     message = {"role": "tool", "tool_call_id": "c1", "content": "ok", "z": {"b": 1, "a": 2}}
     with OffloadStore.open(path) as store:
         assert store.offload([OffloadItem("t", 1, 0, "tool", "ok", message)]) == [content_handle(message)]
+
+
+@pytest.mark.parametrize(("damage", "command"), [
+    ("UPDATE schema_version SET version = 'abc'", ["store", "stats"]),
+    ("UPDATE messages SET message = '{not json'", ["recall", "vault"]),
+])
+def test_a_store_changed_outside_compact_is_one_line_not_a_traceback(damage: str, command: list[str],
+                                                                      filled: Path) -> None:
+    import sqlite3
+
+    store = filled
+    with sqlite3.connect(store) as db:
+        db.execute(damage)
+    result = invoke(*command, "--store", str(store))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "the store holds a value of the wrong shape" in lines[0] and "Traceback" not in result.stderr

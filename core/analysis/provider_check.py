@@ -248,7 +248,11 @@ def _chat_pairing(view: _View) -> None:
                 del waiting[call_id]
             elif call_id in made:
                 owner = made[call_id]
-                between = next(i for i in range(owner + 1, index) if view.items[i].get("role") != "tool")
+                between = next((i for i in range(owner + 1, index) if view.items[i].get("role") != "tool"), None)
+                if between is None:  # right after its call, which an earlier result answered already
+                    view.report(index, "duplicate-call-id", f"a second tool result for {_shown(call_id)}: "
+                                f"its call at {view.where(owner)} was answered already")
+                    continue
                 view.report(index, "result-not-adjacent",
                             f"tool result for {call_id} is not directly after its call at {view.where(owner)}: "
                             f"{view.where(between)} ({view.items[between].get('role')}) comes between",

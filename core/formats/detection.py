@@ -46,6 +46,13 @@ def _accepts(codec: Codec, data: Any) -> bool:
         return False
 
 
+def _knows(codec: Codec, data: Any) -> bool:
+    try:
+        return bool(codec.knows(data))
+    except UNFORESEEN:
+        return False
+
+
 def _evidence(codec: Codec, data: Any) -> bool:
     try:
         return bool(codec.evidence(data))
@@ -87,7 +94,7 @@ def search(lines: Sequence[Line], path: str) -> Codec:
 def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
     """``codec``, unless most sampled lines are ones it would only pass through unread (some other log)."""
     sampled = [line.data for line in lines if line.data is not None]
-    known = sum(1 for data in sampled if codec.knows(data))
+    known = sum(1 for data in sampled if _knows(codec, data))
     if known * 2 >= len(sampled):
         return codec
     raise InputError(
@@ -98,7 +105,7 @@ def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
 
 
 def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: dict[str, int]) -> InputError:
-    here = [c for c in codecs().values() if c.accepts(line.data or {})]
+    here = [c for c in codecs().values() if _accepts(c, line.data or {})]
     if here and first_line:
         earlier = ", ".join(c.title for c in before)
         return InputError(

@@ -121,7 +121,7 @@ def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
     elif not kept and role == "tool":
         out["content"] = ""
     elif all(p.get("type") == "text" for p in kept) and role != "tool":
-        out["content"] = "\n\n".join(p["text"] for p in kept) if kept else ""
+        out["content"] = "\n\n".join(p["text"] for p in kept if isinstance(p.get("text"), str)) if kept else ""
     else:
         out["content"] = kept
     return out

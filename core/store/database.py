@@ -196,6 +196,11 @@ class Database:
                     time.sleep(min(0.05 * 2**tries, 1.0) * random.uniform(0.5, 1.0))
                     continue
                 raise self._error(exc, action) from None
+            except (ValueError, TypeError, KeyError) as exc:  # a row of the wrong shape: the store was damaged
+                raise StoreUnavailable(
+                    f"cannot {action}: the store holds a value of the wrong shape ({type(exc).__name__}: {exc})",
+                    path=self.path, fix="the file was changed outside compact: restore it, or give --store a new file",
+                ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _error(self, exc: sqlite3.Error, action: str) -> StoreError:

@@ -108,7 +108,12 @@ class ChatClient:
             raise ConfigError(
                 "no summarizer URL", fix="pass e.g. --summarizer-url http://127.0.0.1:8080/v1"
             )
-        parts = urllib.parse.urlsplit(self.base_url)
+        try:
+            parts = urllib.parse.urlsplit(self.base_url)
+            parts.port  # noqa: B018  (a port past 65535 or not a number is refused here, not after 3 retries)
+        except ValueError as exc:
+            raise ConfigError(f"summarizer URL {_redact_url(self.base_url)!r} is not a valid URL: {exc}",
+                              fix="pass e.g. --summarizer-url http://127.0.0.1:8080/v1") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(
                 f"summarizer URL {_redact_url(self.base_url)!r} is not an http(s) URL",
@@ -439,7 +444,10 @@ def _tries(attempts: int) -> str:
 
 def _redact_url(url: str) -> str:
     """The URL without user:password@ and without a query string (either may hold a key)."""
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:  # not even splittable (an unclosed IPv6 bracket): say only its scheme
+        return url.split(":", 1)[0] + "://…"
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
