@@ -13,12 +13,13 @@ import orjson
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
-from core.engine.placeholders import CUT_SCAN_NAMES
 from core.messages import Message
 from core.summarizers.facts import outline
 
 MIN_PART_TOKENS = 64
-CUT_SCAN_CHARS = 16_000  # the names a cut defined are read from its first this many characters
+# The names a cut defined: read from its first CUT_SCAN_CHARS characters, at most CUT_SCAN_NAMES of them.
+CUT_SCAN_CHARS = 16_000
+CUT_SCAN_NAMES = 64
 
 
 def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | None:

@@ -41,7 +41,6 @@ def superseded(tool_name: str, path: str, line: int | None) -> str:
 
 
 CUT_NAMES = 8  # a cut through code names at most this many of the definitions it took (and counts the rest)
-CUT_SCAN_NAMES = 64
 
 
 def cut(tokens: int, names: Sequence[str] = ()) -> str:

@@ -66,9 +66,7 @@ def _first_failing_line(codec: Codec, lines: list[Line], path: str) -> int | Non
         middle = (low + high) // 2
         try:
             codec.decode(lines[:middle], path)
-        except InputError:
-            high = middle
-        except UNFORESEEN:
+        except (InputError, *UNFORESEEN):
             high = middle
         else:
             low = middle

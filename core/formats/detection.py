@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO
 
 from core.errors import InputError
@@ -33,29 +33,16 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
     # The common case without importing every codec: a line only chat accepts (a tool call, a
     # tool result, a developer message) rules every other format out, so search() would agree.
     sampled = [line.data for line in lines if line.data is not None]
-    if sampled and all(_accepts(chat, data) for data in sampled) and any(_evidence(chat, data) for data in sampled):
+    if sampled and all(_safely(chat.accepts, data) for data in sampled) and any(_safely(chat.evidence, data) for data in sampled):
         return chat
     return search(lines, path)
 
 
-def _accepts(codec: Codec, data: Any) -> bool:
-    """Whether ``codec`` reads this line; a field of a shape its test did not foresee means no."""
+def _safely(test: Callable[[Any], Any], data: Any) -> bool:
+    """A codec's test of a line (accepts, knows, evidence); a field of a shape the test did not
+    foresee means no."""
     try:
-        return bool(codec.accepts(data))
-    except UNFORESEEN:
-        return False
-
-
-def _knows(codec: Codec, data: Any) -> bool:
-    try:
-        return bool(codec.knows(data))
-    except UNFORESEEN:
-        return False
-
-
-def _evidence(codec: Codec, data: Any) -> bool:
-    try:
-        return bool(codec.evidence(data))
+        return bool(test(data))
     except UNFORESEEN:
         return False
 
@@ -68,9 +55,9 @@ def search(lines: Sequence[Line], path: str) -> Codec:
     for line in lines:
         if line.data is None:
             continue
-        fitting = [c for c in candidates if _accepts(c, line.data)]
+        fitting = [c for c in candidates if _safely(c.accepts, line.data)]
         if not fitting:
-            if any(_accepts(c, line.data) for c in codecs().values()):
+            if any(_safely(c.accepts, line.data) for c in codecs().values()):
                 raise _mixed_or_unknown(path, line, candidates, first_line)
             if not first_line and "role" in line.data:
                 return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
@@ -80,7 +67,7 @@ def search(lines: Sequence[Line], path: str) -> Codec:
         candidates = fitting
         for codec in candidates:
             first_line.setdefault(codec.name, line.number)
-            if codec.name not in shown and _evidence(codec, line.data):
+            if codec.name not in shown and _safely(codec.evidence, line.data):
                 shown[codec.name] = line.number
     for codec in candidates:
         if codec.name in shown:
@@ -94,7 +81,7 @@ def search(lines: Sequence[Line], path: str) -> Codec:
 def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
     """``codec``, unless most sampled lines are ones it would only pass through unread (some other log)."""
     sampled = [line.data for line in lines if line.data is not None]
-    known = sum(1 for data in sampled if _knows(codec, data))
+    known = sum(1 for data in sampled if _safely(codec.knows, data))
     if known * 2 >= len(sampled):
         return codec
     raise InputError(
@@ -105,7 +92,7 @@ def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
 
 
 def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: dict[str, int]) -> InputError:
-    here = [c for c in codecs().values() if _accepts(c, line.data or {})]
+    here = [c for c in codecs().values() if _safely(c.accepts, line.data or {})]
     if here and first_line:
         earlier = ", ".join(c.title for c in before)
         return InputError(

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from core.engine import placeholders
 from core.engine.file_calls import classify
 from core.engine.workspace import Workspace
+from core.io import jsonio
 from core.messages import call_name, tool_calls
 from core.strategies.base import Param, StrategyInfo
 
@@ -99,7 +98,7 @@ def _arguments_key(call: Mapping[str, Any]) -> str:
     arguments = function.get("arguments") if isinstance(function, Mapping) else None
     if isinstance(arguments, str):
         return arguments
-    return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    return jsonio.dumps(arguments, sort_keys=True).decode()
 
 
 def _point_at_newer_answers(workspace: Workspace,
@@ -119,7 +118,7 @@ def _point_at_newer_answers(workspace: Workspace,
             position = answers[0]
             content = messages[position].data.get("content")
             # The whole content, not its text: two screenshots without text are not the same answer.
-            text = content if isinstance(content, str) else orjson.dumps(content, default=str).decode()
+            text = content if isinstance(content, str) else jsonio.dumps(content).decode()
             newer = newest_with.get(text)
             if newer is None:
                 newest_with[text] = position
