@@ -54,7 +54,8 @@ def apply(workspace: Workspace) -> str:
         else:
             workspace.rewrite(position, data, REASON)
         blocks += len(content) - len(kept)
-    return f"dropped {blocks} thinking block(s) of earlier turns, oldest first ({dropped} message(s) held nothing else)"
+    whole = f"; {dropped} message(s) held nothing else and went whole" if dropped else ""
+    return f"dropped {blocks} thinking block(s) of earlier turns, oldest first{whole}"
 
 
 STRATEGY = StrategyInfo(
