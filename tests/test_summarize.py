@@ -403,3 +403,24 @@ def test_a_long_span_is_read_only_as_far_back_as_its_summary_has_room(monkeypatc
     # The 300 requests and the newest 64 of the 900 assistant messages were read.
     assert "(348 less important line(s) and older details left out to stay within 600 tokens)" in text
     assert counted.count_text(text) <= 600
+
+
+def test_a_file_read_again_counts_as_newest_in_the_file_lists(tmp_path: Path) -> None:
+    # The lists keep the newest MAX_FILES names: a file the agent went back to late in the span
+    # is among what it worked on last, however early it was first read.
+    turns: list[dict[str, Any]] = [msg("system", "s")]
+    for i in range(40):
+        turns += [msg("user", f"look at f{i}"), assistant_calls(call(f"r{i}", "read_file", path=f"src/f{i}.py")),
+                  result(f"r{i}", f"x = {i}")]
+    turns += [assistant_calls(call("again", "read_file", path="src/f0.py")), result("again", "x = 0"),
+              assistant_calls(call("e1", "edit_file", path="src/f1.py")), result("e1", "ok"),
+              msg("user", "now")]
+    from core.strategies.summarize import tracked_files
+
+    read, changed = tracked_files(turns)
+    assert read[-1] == "src/f0.py" and changed == ["src/f1.py"]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--full", "--preset", "seed",
+                  "--strategy", "summarize:turns=40", "--summarizer", "extractive")
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    listed = next(line for line in summary.splitlines() if line.startswith("Files read:"))
+    assert listed.startswith("Files read: (and 10 earlier)") and listed.endswith("src/f0.py")

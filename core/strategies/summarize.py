@@ -45,16 +45,23 @@ MAX_KEPT_FACTS = 20
 
 
 def tracked_files(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
-    """The files the span's tool calls read and changed, in order, whatever agent made the calls."""
+    """The files the span's tool calls read and changed, whatever agent made the calls, ordered by
+    when each was last touched: the lists keep the newest names, and a file gone back to is recent."""
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
     for message in messages:
         for call in tool_calls(message):
             found = classify(call)
             if found is not None:
-                (read if found[0] == "read" else changed)[found[1]] = None
-            changed.update(dict.fromkeys(patch_files(call)))  # a patch may change several files
+                _touch(read if found[0] == "read" else changed, [found[1]])
+            _touch(changed, patch_files(call))  # a patch may change several files
     return list(read), list(changed)
+
+
+def _touch(files: dict[str, None], paths: Sequence[str]) -> None:
+    for path in paths:
+        files.pop(path, None)
+        files[path] = None
 
 
 def parse_previous(text: str) -> tuple[str, list[str], list[str], list[str]]:
@@ -84,8 +91,11 @@ def _newest(items: list[str], limit: int) -> list[str]:
     return [f"(and {len(items) - limit} earlier)", *items[-limit:]]
 
 
-def _unite(first: Sequence[str], second: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys([*first, *second]))
+def _unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
+    """Both lists, each name at its latest place."""
+    united = dict.fromkeys(earlier)
+    _touch(united, later)
+    return list(united)
 
 
 def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
