@@ -98,6 +98,9 @@ CASES: dict[str, Case] = {
     "/dev/null": Case(("/dev/null",), "the file is empty"),
     "empty stdin": Case(("-",), "the file is empty", stdin=b""),
     "missing file": Case(("no-such-file.jsonl",), "no such file"),
+    "empty dataset": Case((bad("empty.jsonl"), "--from", "dataset"), "the file is empty; a dataset needs"),
+    "dataset of blank lines": Case((bad("blank_lines_only.jsonl"), "--from", "dataset"), "only blank lines; a dataset"),
+    "empty dataset on stdin": Case(("-", "--from", "dataset"), "the file is empty; a dataset needs", stdin=b""),
     # -- devices and endless lines
     "/dev/zero": Case(("/dev/zero",), "binary data", "/dev/zero:1"),
     "/dev/urandom": Case(("/dev/urandom",), "binary data"),
@@ -112,6 +115,8 @@ CASES: dict[str, Case] = {
     "--max-tokens not a number": flags("--max-tokens", "lots", says="invalid value for '--max-tokens'"),
     "--max-fraction 2": flags("--max-fraction", "2", says="invalid value for '--max-fraction'"),
     "--warn-fraction -1": flags("--warn-fraction", "-1", says="invalid value for '--warn-fraction'"),
+    "--summary-prompt missing, extractive summarizer": flags("--summary-prompt", "no-such-prompt.txt",
+                                                             says="cannot read the summary prompt: No such file"),
     "unknown option": flags("--max-tokenz", "5", says="no such option: --max-tokenz"),
     "both token budgets": flags("--max-tokens", "5", "--max-fraction", "0.5", says="mutually exclusive"),
     "unknown strategy": flags("-s", "slidin_window", says="did you mean"),

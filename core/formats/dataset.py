@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.errors import InputError
 from core.formats.base import Codec, Decoded
 from core.io import rawinput
 
@@ -51,7 +52,11 @@ class Dataset(Codec):
 
 def read_dataset(name: str, raw: bytes) -> Decoded:
     """A dataset's lines, unread: core.batch.dataset_run compacts each line's conversation and checks the lines."""
-    return Decoded(name, NAME, rawinput.split_lines(raw, skip_invalid=True, path=name), [], [])
+    lines = rawinput.split_lines(raw, skip_invalid=True, path=name)
+    if not lines:  # (as a transcript is refused: writing an empty dataset would hide the mistake)
+        what = "is empty" if not raw.removeprefix(b"\xef\xbb\xbf") else "holds only blank lines"
+        raise InputError(f"the file {what}; a dataset needs at least one conversation", path=name)
+    return Decoded(name, NAME, lines, [], [])
 
 
 CODEC = Dataset()

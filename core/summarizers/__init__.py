@@ -10,6 +10,9 @@ from core.errors import ConfigError
 
 def make_summarizer(config: Any) -> Any:
     """The summarizer a MemoryConfig asks for, or None."""
+    # A prompt file that cannot be read is a mistake whichever summarizer runs today: said now, not
+    # on the day the model summarizer is turned on.
+    prompt = _read_prompt(config.summary_prompt_file) if config.summary_prompt_file else None
     if config.summarizer_in_use is None:
         return None
     if config.summarizer_in_use == "extractive":
@@ -20,12 +23,6 @@ def make_summarizer(config: Any) -> Any:
     from core.summarizers.llm import LLMSummarizer
     from core.summarizers.prompt import DEFAULT_PROMPT
 
-    prompt = DEFAULT_PROMPT
-    if config.summary_prompt_file:
-        try:
-            prompt = Path(config.summary_prompt_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read the summary prompt: {exc.strerror}", path=config.summary_prompt_file) from None
     client = ChatClient(
         base_url=config.summarizer_url,
         model=config.summarizer_model,
@@ -35,7 +32,16 @@ def make_summarizer(config: Any) -> Any:
     )
     return LLMSummarizer(
         client=client,
-        prompt=prompt,
+        prompt=prompt if prompt is not None else DEFAULT_PROMPT,
         quality_retry=config.quality_retry,
         require_preserved_kinds=tuple(config.require_preserved_kinds),
     )
+
+
+def _read_prompt(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the summary prompt: {exc.strerror}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read the summary prompt: not UTF-8 text (byte {exc.start})", path=path) from None
