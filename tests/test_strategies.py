@@ -221,6 +221,17 @@ def test_pinned_messages_survive_untouched_even_over_budget() -> None:
     assert floor["messages"] == 2 and floor["tokens"] == out.report["after"]["tokens"]
 
 
+def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcript() -> None:
+    # Nothing is pinned by role here: an empty output would be no transcript at all.
+    messages = [msg("assistant", "the first answer, long enough to count"), msg("assistant", "the last word, which is itself longer than the budget")]
+    for preset in ("default", "seed"):
+        out = run_core(messages, max_tokens=5, preset=preset)
+        assert lines_of(out) == [2]
+        assert out.report["over_budget"] is True
+    only_system = [msg("system", "you are terse"), msg("assistant", "a reply that does not fit the budget")]
+    assert lines_of(run_core(only_system, max_tokens=5)) == [1, 2]
+
+
 def test_orphans_in_the_input_are_warned_and_repair_drops_them() -> None:
     messages = [
         msg("system", "s"),
