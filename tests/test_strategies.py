@@ -232,6 +232,16 @@ def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcri
     assert lines_of(run_core(only_system, max_tokens=5)) == [1, 2]
 
 
+def test_a_budget_too_small_for_the_window_trace_still_keeps_the_newest_messages_that_fit() -> None:
+    # The window keeps room for its trace line while it cuts; when no trace could ever fit, that
+    # room must not cost the newest reply, which fits.
+    messages = [msg("user", "first question " * 50), msg("assistant", "answer " * 80), msg("user", "q2"),
+                msg("assistant", "a2")]
+    out = run_core(messages, max_tokens=40, summarizer="none")
+    assert lines_of(out) == [3, 4]
+    assert out.report["over_budget"] is False
+
+
 def test_orphans_in_the_input_are_warned_and_repair_drops_them() -> None:
     messages = [
         msg("system", "s"),

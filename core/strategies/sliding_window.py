@@ -26,6 +26,9 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
     cap = keep_messages if keep_messages is not None or not workspace.full else FULL_WINDOW
     removed: list[int] = []
     reserve = (TRACE_TOKENS, 1) if workspace.trace else (0, 0)
+    floor_messages, floor_tokens = workspace.floor()
+    if workspace.budget.over(floor_messages + reserve[1], floor_tokens + reserve[0]):
+        reserve = (0, 0)  # no trace could fit beside the pinned messages: its room would only cost the newest
     for position in range(len(workspace.messages)):
         within_window = cap is None or workspace.live_messages + reserve[1] <= cap
         if within_window and (workspace.full or not workspace.over_budget(*reserve)):
