@@ -250,7 +250,7 @@ def _read(source: str, config: MemoryConfig, options: RunOptions, stdin: BinaryI
     streamed = stream and source != "-" and is_regular_file(source)  # a dataset here is read as it is written
     given = options.source_format
     if streamed and given is None:
-        given = formats.sniff(source, max_line_bytes=config.max_line_bytes)[2].name
+        given = formats.sniff(source, max_line_bytes=config.max_line_bytes, skip_invalid=options.skip_invalid)[2].name
     transcript = None
     if not (streamed and given == DATASET):
         transcript = formats.read(source, source_format=given, skip_invalid=options.skip_invalid, stdin=stdin,

@@ -73,3 +73,23 @@ def test_pairs_on_both_sides_of_an_invalid_result_stay_whole(tmp_path: Path, cur
     assert BROKEN in process.stdout.splitlines()  # kept verbatim, in place
     calls, results = kept_pairs(process.stdout)
     assert results == calls - {"t6"}, (sorted(calls), sorted(results))
+
+
+def test_a_line_of_no_format_first_is_skipped_with_the_others_and_the_output_reads_back(tmp_path: Path) -> None:
+    # --skip-invalid passes such a line through wherever it is: detection skips it too instead of
+    # refusing the file, so a file (or compact's own output) that starts with one still reads.
+    source = tmp_path / "t.jsonl"
+    chat = [{"role": "user", "content": "first question " * 50}, {"role": "assistant", "content": "answer " * 80},
+            {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}]
+    source.write_text("\n".join([json.dumps({"note": "not a message"}), *map(json.dumps, chat)]) + "\n")
+    refused = subprocess.run(["compact", str(source), "-q"], capture_output=True, text=True)
+    assert refused.returncode == 2 and f"{source}:1: this line is not a message" in refused.stderr
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(["compact", str(source), "--skip-invalid", "--max-tokens", "40", "--summarizer", "none",
+                           "-o", str(out), "-q"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines == [{"note": "not a message"}, chat[2], chat[3]]
+    again = subprocess.run(["compact", str(out), "--skip-invalid", "--unlimited", "-q"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert [json.loads(line) for line in again.stdout.splitlines()] == lines

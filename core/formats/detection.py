@@ -22,11 +22,12 @@ def conversation_count(lines: Sequence[Line]) -> int:
     return sum(1 for line in lines if line.data is not None and isinstance(line.data.get("conversations"), list))
 
 
-def detect(lines: Sequence[Line], path: str) -> Codec:
+def detect(lines: Sequence[Line], path: str, *, skip_invalid: bool = False) -> Codec:
     """The format of a file from its first lines: the most specific one every line fits and one line shows.
 
     A line no format accepts, or lines that fit no single format (two formats
-    mixed), is an error naming the line.
+    mixed), is an error naming the line; with ``skip_invalid`` a line no format
+    accepts is left out, as its reader will pass it through.
     """
     from core.formats.openai_chat import CODEC as chat
 
@@ -35,7 +36,7 @@ def detect(lines: Sequence[Line], path: str) -> Codec:
     sampled = [line.data for line in lines if line.data is not None]
     if sampled and all(_safely(chat.accepts, data) for data in sampled) and any(_safely(chat.evidence, data) for data in sampled):
         return chat
-    return search(lines, path)
+    return search(lines, path, skip_invalid=skip_invalid)
 
 
 def _safely(test: Callable[[Any], Any], data: Any) -> bool:
@@ -47,11 +48,12 @@ def _safely(test: Callable[[Any], Any], data: Any) -> bool:
         return False
 
 
-def search(lines: Sequence[Line], path: str) -> Codec:
+def search(lines: Sequence[Line], path: str, *, skip_invalid: bool = False) -> Codec:
     """:func:`detect`, trying every codec."""
     candidates = list(codecs().values())
     shown: dict[str, int] = {}
     first_line: dict[str, int] = {}
+    unknown: Line | None = None  # the first line no format accepts, left out under skip_invalid
     for line in lines:
         if line.data is None:
             continue
@@ -61,14 +63,19 @@ def search(lines: Sequence[Line], path: str) -> Codec:
                 raise _mixed_or_unknown(path, line, candidates, first_line)
             if not first_line and "role" in line.data:
                 return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
-            if not first_line:
+            if not first_line and not skip_invalid:
                 raise _mixed_or_unknown(path, line, candidates, first_line)
+            if not first_line:
+                unknown = unknown or line
+                continue
             break  # a broken line of the format seen so far: its reader says what is wrong with it
         candidates = fitting
         for codec in candidates:
             first_line.setdefault(codec.name, line.number)
             if codec.name not in shown and _safely(codec.evidence, line.data):
                 shown[codec.name] = line.number
+    if unknown is not None and not first_line:  # no line fits any format
+        raise _mixed_or_unknown(path, unknown, candidates, first_line)
     for codec in candidates:
         if codec.name in shown:
             if codec.name == SHAREGPT and conversation_count(lines) > 1:
@@ -106,8 +113,8 @@ def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: di
     )
 
 
-def sniff(path: str, *, stdin: BinaryIO | None = None,
-          max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> tuple[str, bytes | None, Codec]:
+def sniff(path: str, *, stdin: BinaryIO | None = None, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+          skip_invalid: bool = False) -> tuple[str, bytes | None, Codec]:
     """(display name, buffered input or None, detected codec) without reading a regular file whole."""
     name, raw = rawinput.input_bytes(path, stdin, max_line_bytes)
     head = rawinput.head(path, raw)
@@ -124,7 +131,7 @@ def sniff(path: str, *, stdin: BinaryIO | None = None,
     if not any(line.data is not None for line in sample):
         return name, raw, get(OPENAI)  # empty or unreadable: the reader says what is wrong
     try:
-        return name, raw, detect(sample, name)
+        return name, raw, detect(sample, name, skip_invalid=skip_invalid)
     except InputError as exc:
         if converted is not None and exc.what.startswith("this line "):  # say where in the array it is
             exc.what = f"element {exc.line} of this JSON array " + exc.what[len("this line "):]

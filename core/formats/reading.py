@@ -21,7 +21,7 @@ def read(path: str, *, source_format: str | None = None, skip_invalid: bool = Fa
         name, raw = rawinput.input_bytes(path, stdin, max_line_bytes)
         raw = rawinput.array_as_lines(path, name, raw) or raw
     else:
-        name, raw, codec = sniff(path, stdin=stdin, max_line_bytes=max_line_bytes)
+        name, raw, codec = sniff(path, stdin=stdin, max_line_bytes=max_line_bytes, skip_invalid=skip_invalid)
     own = codec.read_input(path, name, raw, skip_invalid=skip_invalid, max_line_bytes=max_line_bytes)
     if own is not None:
         return own
