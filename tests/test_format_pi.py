@@ -273,3 +273,19 @@ def test_orphans_and_repair_use_pi_ids(tmp_path: Path) -> None:
     blocks = [b for e in repaired if e["type"] == "message" for b in e["message"].get("content", []) if isinstance(b, dict)]
     assert call_id not in {b.get("id") for b in blocks if b.get("type") == "toolCall"}
     assert any(b.get("type") == "toolCall" and b["name"] == "edit" for b in blocks)  # its sibling call stays
+
+
+@pytest.mark.parametrize("fixture", ["claude_code_sidechain.jsonl", "claude_code_resumed.jsonl"])
+def test_a_parent_sessions_result_is_left_out_of_a_pi_session_as_a_loss(fixture: str, tmp_path: Path) -> None:
+    # pi names the call a result answers; a result answered in the parent session has no call here
+    # to name: left out and reported, as every API target does, not written with toolCallId null.
+    session, report = tmp_path / "s.jsonl", tmp_path / "r.json"
+    assert invoke(str(FIXTURES / fixture), "--unlimited", "--to", "pi", "-o", str(session),
+                  "--report", str(report)).exit_code == 0
+    written = entries(session)
+    check_tree(written)
+    results = [e["message"] for e in written if e["type"] == "message" and e["message"]["role"] == "toolResult"]
+    assert all(isinstance(r["toolCallId"], str) for r in results)
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get("tool results whose call is not in the transcript (a parent session's), left out") == 1
+    assert invoke(str(session), "--unlimited", "-o", str(tmp_path / "again.jsonl")).exit_code == 0

@@ -20,7 +20,7 @@ from core.formats.anthropic import (
     to_blocks,
     use_block,
 )
-from core.formats.base import Losses
+from core.formats.base import PARENT_RESULTS, Losses
 from core.messages import Message, is_summary, result_ids, tool_calls
 
 # Block types a request may carry, and the ones a tool_result's content may hold.
@@ -32,7 +32,6 @@ SENDABLE = frozenset({
 })
 RESULT_SENDABLE = frozenset({"text", "image", "document", "search_result"})
 TEXT_ONLY = frozenset({"text"})
-PARENT_RESULTS = "tool results whose call is not in the transcript (a parent session's), left out"
 
 
 def render_traced(messages: Sequence[Message], losses: Losses) -> Iterator[tuple[int, dict[str, Any]]]:

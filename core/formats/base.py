@@ -244,6 +244,11 @@ class Codec:
         return serialise_lines(items)
 
 
+# A result answered in the parent session (a Claude Code sidechain's or resumed session's) has no
+# call in the transcript for a target that names it: every such target leaves it out.
+PARENT_RESULTS = "tool results whose call is not in the transcript (a parent session's), left out"
+
+
 class Losses:
     """What a conversion could not carry, counted by kind, for the report."""
 

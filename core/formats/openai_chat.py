@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats.base import Codec, Decoded, Line, Losses
+from core.formats.base import PARENT_RESULTS, Codec, Decoded, Line, Losses
 from core.io.rawinput import STDIN
 from core.io.transcript import check_message, read_transcript
 from core.messages import ROLES, Message
@@ -89,7 +89,7 @@ def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
     """
     role = data.get("role")
     if role == "tool" and data.get("tool_call_id") is None and not data.get("tool_call_ids"):
-        losses.add("tool results whose call is not in the transcript (a parent session's), left out")
+        losses.add(PARENT_RESULTS)
         return None
     content = data.get("content")
     if not isinstance(content, list):

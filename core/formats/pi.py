@@ -60,6 +60,7 @@ import orjson
 
 from core.errors import InputError
 from core.formats.base import (
+    PARENT_RESULTS,
     Codec,
     Decoded,
     Drop,
@@ -430,6 +431,9 @@ def fresh_entry(data: dict[str, Any], losses: Losses, names: dict[str, str]) -> 
         call_id = data.get("tool_call_id")
         if call_id is None and isinstance(data.get("tool_call_ids"), list) and data["tool_call_ids"]:
             call_id = data["tool_call_ids"][0]
+        if call_id is None:
+            losses.add(PARENT_RESULTS)
+            return None
         name = data.get("name") if isinstance(data.get("name"), str) else names.get(str(call_id), "")
         return {"type": "message", "message": {"role": "toolResult", "toolCallId": call_id, "toolName": name,
                                                "content": _parts_out(content, losses, text_only=True, as_list=True),
