@@ -346,6 +346,24 @@ def test_a_document_the_agent_wrote_or_read_is_recorded_by_its_sections() -> Non
     assert "- read README.md (9 lines): sections cctrace; Install; Usage" in text
 
 
+def test_a_plan_document_names_the_functions_its_code_blocks_sketch() -> None:
+    """A plan's code blocks name what is to be built (the real cctrace session implements the
+    `generate_manifest` its plan sketched): a change line carries those names after the sections.
+    Prose that happens to start with a keyword ("type of session…") is not code."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    plan = ("# Implementation plan\n\n## Export\n\ntype of session is kept as is.\n\n```python\n"
+            "def get_export_path(session_id: str) -> Path:\n    ...\n\ndef generate_manifest(files):\n    ...\n```\n\n"
+            "## Import\n\n```python\nclass SessionImporter:\n    def import_session(self, path): ...\n```\n")
+    turns = [msg("user", "Write the plan"),
+             assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)),
+             result("w1", "File created successfully at: docs/plan.md")]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert ("- changed docs/plan.md: sections Implementation plan; Export; Import; its code sketches "
+            "get_export_path, generate_manifest, SessionImporter, import_session") in text
+
+
 def test_a_codex_patch_and_its_wrapped_output_are_read_like_any_change_and_command() -> None:
     """Codex's apply_patch takes a raw patch (not JSON) naming the files it adds and updates, and
     Codex wraps a command's output as {"output": ..., "metadata": {"exit_code": ...}}: the summary

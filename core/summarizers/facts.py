@@ -132,6 +132,24 @@ def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
     return list(names)
 
 
+def fenced_outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
+    """The names the fenced code blocks of a Markdown document define, in order, at most ``limit``
+    (prose outside them that starts like a definition, "type of session…", is not code)."""
+    names: dict[str, None] = {}
+    fenced = False
+    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
+        line = LINE_NUMBER.sub("", line, count=1)
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+            continue
+        match = _DEFINITION.match(line) if fenced else None
+        if match:
+            names[match.group(1)] = None
+            if len(names) >= limit:
+                break
+    return list(names)
+
+
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HEADING_CHARS = 48
@@ -161,6 +179,9 @@ def contents(path: str, text: str) -> str:
     Markdown document, or "" when it shows neither."""
     if path.lower().endswith(MARKDOWN_SUFFIXES):
         sections = headings(text)
-        return f"sections {'; '.join(sections)}" if sections else ""
+        sketched = fenced_outline(text)  # a plan's code blocks name what is to be built
+        parts = [f"sections {'; '.join(sections)}"] if sections else []
+        parts += [f"its code sketches {', '.join(sketched)}"] if sketched else []
+        return "; ".join(parts)
     names = outline(text)
     return f"defines {', '.join(names)}" if names else ""
