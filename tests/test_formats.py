@@ -171,3 +171,15 @@ def test_the_chat_shortcut_of_detection_agrees_with_the_full_search(samples: Pat
         assert found is formats.search(lines, str(path)), path.name
         shortcut += found.name == "openai"
     assert shortcut >= 3
+
+
+@pytest.mark.parametrize("target", ["openai", "anthropic", "responses", "codex", "pi", "gemini-stream"])
+def test_every_target_that_names_calls_leaves_out_a_parent_sessions_result_as_one_loss(target: str, tmp_path: Path) -> None:
+    # A Claude Code sidechain's result answered in the parent session has no call here to name:
+    # each target says so in the same words, and writes a file compact reads back.
+    source = Path(__file__).parent / "fixtures" / "formats" / "claude_code_sidechain.jsonl"
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get("tool results whose call is not in the transcript (a parent session's), left out") == 1
+    assert invoke(str(out), "--unlimited", "-o", str(tmp_path / "again.jsonl")).exit_code == 0

@@ -42,6 +42,7 @@ import orjson
 
 from core.formats.anthropic import COMPACT_PREFIXES
 from core.formats.base import (
+    PARENT_RESULTS,
     Codec,
     Decoded,
     Item,
@@ -259,7 +260,7 @@ def render_message(message: Message, losses: Losses) -> list[dict[str, Any]]:
     if role == "tool":
         ids = result_ids(data)
         if not ids:
-            losses.add("tool results without a tool_call_id")
+            losses.add(PARENT_RESULTS)
         return [{"type": "tool_result", "tool_id": i, "status": "success", "output": text} for i in ids]
     if role == "assistant":
         events: list[dict[str, Any]] = []

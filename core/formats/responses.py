@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.formats.base import (
+    PARENT_RESULTS,
     Codec,
     Decoded,
     Item,
@@ -243,7 +244,7 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
     if role == "tool":
         call_ids = result_ids(data)  # SWE-agent's tool_call_ids list too: every call it answers gets the output
         if not call_ids:
-            losses.add("tool results without a tool_call_id")
+            losses.add(PARENT_RESULTS)
             return []
         output = content if isinstance(content, str) else native_content(content, None, "output", losses)
         return [{"type": "function_call_output", "call_id": call_id, "output": output} for call_id in call_ids]
