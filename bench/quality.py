@@ -590,6 +590,44 @@ BASELINES: dict[str, Callable[[Sequence[Message], int], list[Message]]] = {
     "langchain-trim": langchain_trim,
 }
 
+CEILING = "ceiling"
+
+
+def ceiling(
+    messages: Sequence[Message], budget: int, needles: dict[str, tuple[str, int]]
+) -> list[Message]:
+    """What a compactor that knew the continuation could keep of whole messages (not a baseline:
+    headroom). The first system message and the newest message stay; then, greedily, the call/result
+    group that adds the most needle weight per token while it fits."""
+    tokens = count(messages)
+    groups = units(messages)
+    system = next((i for i, m in enumerate(messages) if m.role in ("system", "developer")), None)
+    forced = {len(messages) - 1} | ({system} if system is not None else set())
+    texts = message_texts(messages)
+    holds = []
+    for group in groups:
+        text = "\n".join(texts[i] for i in group)
+        holds.append({n for n in needles if n in text and occurs(n, text)})
+    chosen = {g for g, group in enumerate(groups) if forced & set(group)}
+    used = sum(tokens[i] for g in chosen for i in groups[g])
+    have: set[str] = set().union(*(holds[g] for g in chosen))
+    while True:
+        best, best_value = None, 0.0
+        for g, group in enumerate(groups):
+            cost = sum(tokens[i] for i in group)
+            if g in chosen or used + cost > budget:
+                continue
+            gain = sum(needles[n][1] for n in holds[g] - have)
+            if gain and gain / max(cost, 1) > best_value:
+                best, best_value = g, gain / max(cost, 1)
+        if best is None:
+            break
+        chosen.add(best)
+        used += sum(tokens[i] for i in groups[best])
+        have |= holds[best]
+    keep = {i for g in chosen for i in groups[g]}
+    return [m for i, m in enumerate(messages) if i in keep]
+
 
 # -- compact ----------------------------------------------------------------------------------
 
@@ -717,6 +755,7 @@ def evaluate(
     budgets: Sequence[int],
     work: Path,
     keep_outputs: Path | None,
+    with_ceiling: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """One row per method and budget over the budget this prefix exceeds; and how many budgets were skipped."""
     suffix = ".json" if cut.session.path.suffix == ".json" else ".jsonl"
@@ -743,10 +782,13 @@ def evaluate(
         if prefix_tokens <= budget:
             skipped += 1
             continue
-        for method in methods:
-            out = work / f"out{cut_number}-{budget}-{method.name}{suffix}"
+        runs = [(m.name, m.run) for m in methods]
+        if with_ceiling:
+            runs.append((CEILING, lambda _path, messages, budget, _out: ceiling(messages, budget, needles)))
+        for name, run in runs:
+            out = work / f"out{cut_number}-{budget}-{name}{suffix}"
             started = time.perf_counter()
-            output = method.run(planted_path, planted, budget, out)
+            output = run(planted_path, planted, budget, out)
             seconds = time.perf_counter() - started
             row = score(output, cut, planted, needles, sources, where, asked, budget, seconds)
             row.update(
@@ -754,14 +796,14 @@ def evaluate(
                 kind=cut.session.kind,
                 cut=cut.label,
                 budget=budget,
-                method=method.name,
+                method=name,
                 prefix_tokens=prefix_tokens,
                 prefix_messages=len(planted),
                 facts_planted=sum(1 for w in where if w >= 0),
             )
             rows.append(row)
             if keep_outputs is not None:
-                target = keep_outputs / f"{_stem(cut.label)}-{budget}-{method.name}.txt"
+                target = keep_outputs / f"{_stem(cut.label)}-{budget}-{name}.txt"
                 target.write_text(_readable(output))
     return rows, skipped
 
@@ -1045,6 +1087,12 @@ def main(argv: list[str] | None = None) -> int:
         "--keep-outputs", type=Path, help="write each compacted output as readable text here"
     )
     parser.add_argument("--only", help="only sessions whose name contains this")
+    parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also score what a compactor that knew the continuation could keep of whole "
+        "messages (headroom, not a baseline)",
+    )
     args = parser.parse_args(argv)
 
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -1100,7 +1148,7 @@ def main(argv: list[str] | None = None) -> int:
             notes += why
             for cut in cuts:
                 got, skipped_here = evaluate(
-                    cut, cut_number, methods, budgets, work, args.keep_outputs
+                    cut, cut_number, methods, budgets, work, args.keep_outputs, args.ceiling
                 )
                 cut_number += 1
                 rows += got
@@ -1112,7 +1160,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {session.name}: {len(cuts)} cut(s)", file=sys.stderr)
         elapsed = time.perf_counter() - started
 
-    names = [m.name for m in methods]
+    names = [m.name for m in methods] + ([CEILING] if args.ceiling else [])
     table = aggregate(rows, names, budgets)
     report = markdown(table, compact_names, baselines)
     cuts_used = sorted({r["cut"] for r in rows})

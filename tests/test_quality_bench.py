@@ -109,6 +109,22 @@ def test_newest_that_fit_keeps_the_system_message_and_whole_call_groups(quality)
     assert cleared[3].data["content"] == quality.CLEARED and cleared[4].data["content"] == "y " * 10
 
 
+def test_the_ceiling_keeps_what_the_continuation_uses_whole_groups_and_the_pins(quality) -> None:
+    prefix = messages(
+        msg("system", "you are an agent"),
+        msg("user", "filler " * 200),
+        assistant_calls(call("c1", "Read", file_path="src/app/cache_store.py")),
+        result("c1", "def evict_oldest_entry(): ..."),
+        msg("assistant", "more filler " * 200),
+        msg("user", "go on"),
+    )
+    needles = {"src/app/cache_store.py": ("path", 1), "evict_oldest_entry": ("snake", 3)}
+    tokens = quality.count(prefix)
+    kept = quality.ceiling(prefix, tokens[0] + tokens[2] + tokens[3] + tokens[5] + 2, needles)
+    assert [m.data for m in kept] == [prefix[i].data for i in (0, 2, 3, 5)]  # the call with its result
+    assert quality.ceiling(prefix, tokens[0] + tokens[5] + tokens[3], needles) == [prefix[0], prefix[5]]
+
+
 def test_facts_are_planted_and_asked_in_a_chat_file(quality, tmp_path: Path) -> None:
     lines = [
         msg("system", "You are a coding agent working on a repository."),
