@@ -442,3 +442,47 @@ def test_a_file_read_again_counts_as_newest_in_the_file_lists(tmp_path: Path) ->
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     listed = next(line for line in summary.splitlines() if line.startswith("Files read:"))
     assert listed.startswith("Files read: (and 10 earlier)") and listed.endswith("src/f0.py")
+
+
+def _working_file_session(content: str) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the export plan, then test the exporter.")]
+    turns += [assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=content)),
+              result("w1", "File created successfully at: docs/plan.md")]
+    for i in range(30):
+        if i % 10 == 9:
+            turns.append(msg("user", f"Go on with case {i} and the ones after it."))
+        turns += [msg("assistant", f"Case {i - 1} exported its rows; the totals match the source. " * 6),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    turns.append(msg("user", "Now implement phase 2 of the plan."))
+    return turns
+
+
+def test_the_file_the_agent_wrote_last_stays_verbatim_through_the_summary(tmp_path: Path) -> None:
+    # The continuation edits and implements what the agent wrote: its newest write (here a plan
+    # 40 turns back) is kept whole when it takes at most 40% of the budget, the rest summarized.
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(40))
+    source = write_messages(tmp_path / "t.jsonl", _working_file_session(plan))
+    done = invoke(str(source), "--max-tokens", "3000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0
+    out = read_messages(done.stdout)
+    writes = [m for m in out if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "Write"]
+    assert len(writes) == 1 and json.loads(writes[0]["tool_calls"][0]["function"]["arguments"])["content"] == plan
+    assert any(m.get("tool_call_id") == "w1" for m in out)  # with its result
+    assert out[4]["content"].startswith("CUCA summary:")  # the turns after it are summarized
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= 3000
+    summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
+    assert "kept the newest write (Write docs/plan.md, " in summarized["detail"]
+
+
+def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
+    source = write_messages(tmp_path / "t.jsonl", _working_file_session(plan))
+    done = invoke(str(source), "--max-tokens", "3000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0
+    out = read_messages(done.stdout)
+    writes = [m for m in out if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "Write"]
+    content = json.loads(writes[0]["tool_calls"][0]["function"]["arguments"])["content"]
+    assert content.startswith("# Plan") and "tokens cut" in content and content.endswith("step_199` in export.py, then test it\n")
+    assert json.loads((tmp_path / "r.json").read_text())["after"]["tokens"] <= 3000

@@ -25,6 +25,7 @@ from core.io import jsonio
 from core.messages import (
     SUMMARY_MARKER,
     Message,
+    call_name,
     content_text,
     is_summary,
     original_data,
@@ -123,6 +124,10 @@ SUMMARY_SHARE = 0.25
 SLACK_SHARE = 0.03
 # The share of the summary's room the summarizer's text may take.
 DIGEST_SHARE = 0.75
+# The agent's newest write of a file (the text the continuation edits and builds on) is left out
+# of the span, as the earlier steps left it, when it takes at most this share of the budget
+# (Claude Code likewise brings back the files it worked on after compacting).
+WORKING_COPY_SHARE = 0.4
 MIN_SUMMARY_TOKENS = 64
 SEED_TURNS = 10
 
@@ -146,8 +151,30 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _span_to_go(workspace: Workspace, reserve_tokens: int) -> list[int]:
-    """The oldest messages that have to go for the rest, plus a summary of ``reserve_tokens``, to fit."""
+def _working_copy(workspace: Workspace) -> set[int]:
+    """The exchange of the agent's newest write of a file (its content, its edit), when it takes at
+    most WORKING_COPY_SHARE of the budget; else empty. An older write of a file written again later
+    is stale, so it is not a fallback for a newer one too large to keep."""
+    limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
+    counted = workspace.structure.counted
+    written: set[str] = set()
+    for position in range(len(workspace.messages) - 1, -1, -1):
+        message = workspace.messages[position]
+        if message.role != "assistant" or not workspace.alive(position):
+            continue
+        paths = {found[1] for found in map(classify, tool_calls(message.data)) if found and found[0] == "write"}
+        if not paths or paths <= written:
+            continue
+        written |= paths
+        exchange = workspace.removal_set([position]) or set()
+        if exchange and sum(workspace.messages[p].tokens for p in exchange if counted[p]) <= limit:
+            return exchange
+    return set()
+
+
+def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """The oldest messages that have to go for the rest, plus a summary of ``reserve_tokens``, to fit
+    (never those in ``keep``)."""
     structure = workspace.structure
     budget = workspace.budget
     live_messages, live_tokens = workspace.live_messages, workspace.live_tokens
@@ -155,11 +182,13 @@ def _span_to_go(workspace: Workspace, reserve_tokens: int) -> list[int]:
     for position in range(len(workspace.messages)):
         if not budget.over(live_messages + 1, live_tokens + reserve_tokens):
             break
-        if position in chosen or not workspace.alive(position) or workspace.pinned(position):
+        if position in chosen or position in keep or not workspace.alive(position) or workspace.pinned(position):
             continue
         if written_by_compact(workspace.messages[position]) or not structure.counted[position]:
             continue
         closure = (workspace.removal_set([position]) or set()) - chosen
+        if closure & keep:
+            continue
         chosen |= closure
         live_messages -= sum(1 for p in closure if structure.counted[p])
         live_tokens -= sum(workspace.messages[p].tokens for p in closure if structure.counted[p])
@@ -235,6 +264,8 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     summarizer = workspace.seams.summarizer
     budget = workspace.budget
     by_turns = turns is not None or workspace.full or budget.token_limit is None
+    working = ""
+    kept: set[int] = set()
     if by_turns:
         removable = _oldest_turns(workspace, turns or SEED_TURNS)
         if budget.trigger == MESSAGES and turns is None and not workspace.full:
@@ -244,10 +275,21 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         first_previous = _previous_summary(workspace, len(workspace.messages))
         previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
-        removable = _span_to_go(workspace, room)
+        kept = _working_copy(workspace)
+        removable = _span_to_go(workspace, room, kept)
+        if kept and removable and min(kept) < removable[-1]:  # the span went around it: say so
+            working = _kept_write(workspace, kept)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
-    return _summarize_span(workspace, summarizer, removable, room, fit_budget=not by_turns)
+    return _summarize_span(workspace, summarizer, removable, room, fit_budget=not by_turns, keep=kept) + working
+
+
+def _kept_write(workspace: Workspace, kept: set[int]) -> str:
+    """The detail's words for the working copy the span went around."""
+    found = [(call_name(call), file[1]) for call in tool_calls(workspace.messages[min(kept)].data)
+             if (file := classify(call)) is not None and file[0] == "write"]
+    tokens = sum(workspace.messages[p].tokens for p in kept if workspace.structure.counted[p])
+    return f"; kept the newest write ({', '.join(f'{tool} {path}' for tool, path in found)}, {tokens:,} tokens) in place"
 
 
 def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
@@ -341,8 +383,10 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
 
 
-def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool) -> str:
-    """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the budget."""
+def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool,
+                    keep: set[int] | frozenset[int] = frozenset()) -> str:
+    """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the
+    budget (never over ``keep``)."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
     composed = _compose(workspace, summarizer, removable, room, digest)
     if composed.tokens > room and summarizer.name == "extractive":
@@ -354,7 +398,7 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     refit = fit_budget and summarizer.name == "extractive" and bool(budget.limit)
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
-        shorter = _span_to_go(workspace, composed.tokens + 8)
+        shorter = _span_to_go(workspace, composed.tokens + 8, keep)
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest)
