@@ -10,10 +10,11 @@ by a hash of the span and the prompt, so a rerun asks the model nothing.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
@@ -45,18 +46,36 @@ MAX_FILES = 30
 MAX_KEPT_FACTS = 20
 
 
-def tracked_files(messages: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+def tracked_files(messages: Sequence[Mapping[str, Any]],
+                  memo: dict[int, list[tuple[bool, str]]] | None = None) -> tuple[list[str], list[str]]:
     """The files the span's tool calls read and changed, whatever agent made the calls, ordered by
-    when each was last touched: the lists keep the newest names, and a file gone back to is recent."""
+    when each was last touched: the lists keep the newest names, and a file gone back to is recent.
+    ``memo`` keeps each message's files between calls on overlapping spans (a run composes one
+    span's summary several times, and reading a call's arguments is the cost)."""
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
     for message in messages:
-        for call in tool_calls(message):
-            found = classify(call)
-            if found is not None:
-                _touch(read if found[0] == "read" else changed, [found[1]])
-            _touch(changed, patch_files(call))  # a patch may change several files
+        touched = memo.get(id(message)) if memo is not None else None
+        if touched is None:
+            touched = _files_touched(message)
+            if memo is not None:
+                memo[id(message)] = touched
+        for is_read, path in touched:
+            files = read if is_read else changed
+            files.pop(path, None)  # (moved to the end: the lists are ordered by last touch)
+            files[path] = None
     return list(read), list(changed)
+
+
+def _files_touched(message: Mapping[str, Any]) -> list[tuple[bool, str]]:
+    """(is a read, path) for each file the message's calls read or change, in order."""
+    touched: list[tuple[bool, str]] = []
+    for call in tool_calls(message):
+        found = classify(call)
+        if found is not None:
+            touched.append((found[0] == "read", found[1]))
+        touched += [(False, path) for path in patch_files(call)]  # a patch may change several files
+    return touched
 
 
 def _touch(files: dict[str, None], paths: Sequence[str]) -> None:
@@ -115,6 +134,22 @@ def _previous_summary(workspace: Workspace, before: int) -> int | None:
         if workspace.alive(position) and is_summary(message):
             return position
     return None
+
+
+@dataclass
+class _Memo:
+    """What composing one span's summary again (to fit, to keep its newest exchange, to top up)
+    need not read again: each message's files, and where the earlier summaries are."""
+
+    files: dict[int, list[tuple[bool, str]]] = field(default_factory=dict)
+    summaries: list[int] | None = None
+
+    def previous_summary(self, workspace: Workspace, before: int) -> int | None:
+        if self.summaries is None:
+            self.summaries = [p for p in range(len(workspace.messages))
+                              if workspace.alive(p) and is_summary(workspace.messages[p])]
+        at = bisect.bisect_left(self.summaries, before)
+        return self.summaries[at - 1] if at else None
 
 
 # Without `turns`, under a token budget: the summary may take this share of the budget (plus as
@@ -320,10 +355,11 @@ class Composed:
 
 
 def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int,
-             digest: float = 1.0) -> Composed:
+             digest: float = 1.0, memo: _Memo | None = None) -> Composed:
     """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
     span = [original_data(workspace.messages[p]) for p in removable]
-    previous_at = _previous_summary(workspace, removable[-1] + 1)
+    memo = memo or _Memo()
+    previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
     previous_body, read_before, changed_before, facts_before = (
         parse_previous(previous_text) if previous_text else ("", [], [], [])
@@ -355,7 +391,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         text, by, notes = result.text, result.by, result.notes
         if store is not None:
             store.put_summary(key, text, {"by": by, "attempts": result.attempts})
-    read, changed = tracked_files(span)
+    read, changed = tracked_files(span, memo.files)
     read = _newest(_unite(read_before, read), MAX_FILES)
     changed = _newest(_unite(changed_before, changed), MAX_FILES)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
@@ -388,11 +424,12 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the
     budget (never over ``keep``)."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
-    composed = _compose(workspace, summarizer, removable, room, digest)
+    memo = _Memo()
+    composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if composed.tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
         smaller = max(MIN_SUMMARY_TOKENS, room - (composed.tokens - room) - 8)
-        composed = _compose(workspace, summarizer, removable, smaller, digest)
+        composed = _compose(workspace, summarizer, removable, smaller, digest, memo)
     budget = workspace.budget
     # (Extractive only: asking a model again would cost a second call.)
     refit = fit_budget and summarizer.name == "extractive" and bool(budget.limit)
@@ -401,17 +438,17 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         shorter = _span_to_go(workspace, composed.tokens + 8, keep)
         if shorter and len(shorter) < len(removable):
             removable = shorter
-            composed = _compose(workspace, summarizer, removable, room, digest)
+            composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         kept = _keep_newest_partly(workspace, removable, composed.tokens)
         if kept:
             removable = [p for p in removable if p not in kept]
-            composed = _compose(workspace, summarizer, removable, room, digest)
+            composed = _compose(workspace, summarizer, removable, room, digest, memo)
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
     if composed.previous_at is not None:
         span_tokens += workspace.messages[composed.previous_at].tokens
     if refit:
-        composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed) or composed
+        composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed, memo) or composed
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
     if not workspace.full and budget.token_limit is not None and composed.tokens >= span_tokens:
         raise StrategySkipped(
@@ -433,8 +470,10 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
 def _replace_span(workspace: Workspace, removable: list[int], composed: Composed) -> None:
     """The span goes; the summary takes the place of the earlier one it folds in, or of the span."""
     request, previous_at = composed.request, composed.previous_at
-    for position in removable:
-        workspace.remove([position], f"summarized into turns {request.first_turn}-{request.last_turn}")
+    reason = f"summarized into turns {request.first_turn}-{request.last_turn}"
+    if not workspace.remove(removable, reason):  # (the span is whole exchanges: one removal, thousands of messages)
+        for position in removable:
+            workspace.remove([position], reason)
     if previous_at is not None and (workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)):
         # The earlier summary (this run's, a previous run's or the agent's) takes the new one in.
         workspace.rewrite_own(previous_at, composed.summary, "earlier summary folded into the new one")
@@ -443,7 +482,7 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
 
 
 def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
-            span_tokens: int, composed: Composed) -> Composed | None:
+            span_tokens: int, composed: Composed, memo: _Memo) -> Composed | None:
     """When the run would still land under FILL_SHARE of the budget, a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
     limit = workspace.budget.limit or 0
@@ -453,7 +492,7 @@ def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest:
         return None
     target = composed.tokens + slack
     for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim
-        grown = _compose(workspace, summarizer, removable, target, digest)
+        grown = _compose(workspace, summarizer, removable, target, digest, memo)
         if grown.tokens <= composed.tokens:
             return None  # nothing had been left out
         if grown.tokens <= composed.tokens + slack:

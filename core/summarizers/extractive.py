@@ -276,6 +276,8 @@ class _SpanReader:
             if role == "assistant":
                 self.assistants.append(position)
                 continue
+            if role in ("tool", "function") and message.get("tool_call_id") is not None:
+                continue  # read with its call, among the assistant's lines (most of a long span)
             text = content_text(message)
             add = self._adder(position)
             if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
