@@ -458,31 +458,33 @@ def _working_file_session(content: str) -> list[dict[str, Any]]:
     return turns
 
 
-def test_the_file_the_agent_wrote_last_stays_verbatim_through_the_summary(tmp_path: Path) -> None:
-    # The continuation edits and implements what the agent wrote: its newest write (here a plan
-    # 40 turns back) is kept whole when it takes at most 40% of the budget, the rest summarized.
-    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(40))
+def _compact_working_session(plan: str, tmp_path: Path) -> tuple[list[dict[str, Any]], dict[str, Any], list[str]]:
+    """The compacted session at 3,000 tokens, its report, and the contents its Write calls kept."""
     source = write_messages(tmp_path / "t.jsonl", _working_file_session(plan))
     done = invoke(str(source), "--max-tokens", "3000", "--report", str(tmp_path / "r.json"))
     assert done.exit_code == 0
     out = read_messages(done.stdout)
-    writes = [m for m in out if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "Write"]
-    assert len(writes) == 1 and json.loads(writes[0]["tool_calls"][0]["function"]["arguments"])["content"] == plan
-    assert any(m.get("tool_call_id") == "w1" for m in out)  # with its result
-    assert out[4]["content"].startswith("CUCA summary:")  # the turns after it are summarized
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["after"]["tokens"] <= 3000
+    written = [json.loads(call["function"]["arguments"])["content"] for m in out for call in m.get("tool_calls") or []
+               if call["function"]["name"] == "Write"]
+    return out, report, written
+
+
+def test_the_file_the_agent_wrote_last_stays_verbatim_through_the_summary(tmp_path: Path) -> None:
+    # The continuation edits and implements what the agent wrote: its newest write (here a plan
+    # written before 30 commands) is kept whole when it takes at most 40% of the budget.
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(40))
+    out, report, written = _compact_working_session(plan, tmp_path)
+    assert written == [plan]
+    assert any(m.get("tool_call_id") == "w1" for m in out)  # with its result
+    assert out[4]["content"].startswith("CUCA summary:")  # the turns after it are summarized
     summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
     assert "kept the newest write (Write docs/plan.md, " in summarized["detail"]
 
 
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
-    source = write_messages(tmp_path / "t.jsonl", _working_file_session(plan))
-    done = invoke(str(source), "--max-tokens", "3000", "--report", str(tmp_path / "r.json"))
-    assert done.exit_code == 0
-    out = read_messages(done.stdout)
-    writes = [m for m in out if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "Write"]
-    content = json.loads(writes[0]["tool_calls"][0]["function"]["arguments"])["content"]
-    assert content.startswith("# Plan") and "tokens cut" in content and content.endswith("step_199` in export.py, then test it\n")
-    assert json.loads((tmp_path / "r.json").read_text())["after"]["tokens"] <= 3000
+    _, _, written = _compact_working_session(plan, tmp_path)
+    assert len(written) == 1 and written[0].startswith("# Plan") and "tokens cut" in written[0]
+    assert written[0].endswith("step_199` in export.py, then test it\n")
