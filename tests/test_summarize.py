@@ -488,3 +488,35 @@ def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_
     _, _, written = _compact_working_session(plan, tmp_path)
     assert len(written) == 1 and written[0].startswith("# Plan") and "tokens cut" in written[0]
     assert written[0].endswith("step_199` in export.py, then test it\n")
+
+
+def _turns_with_a_write(write_turn: int, *, last_request_words: int = 0) -> list[dict[str, Any]]:
+    """8 turns of a read, an optional write of src/main.py and a reply; the newest request can be long."""
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent.")]
+    for t in range(8):
+        turns += [msg("user", f"Turn {t}: please do task {t} " + "detail " * 10),
+                  assistant_calls(call(f"r{t}", "read_file", path=f"src/f{t}.py")), result(f"r{t}", "def f():\n    return 1\n" * 30)]
+        if t == write_turn:
+            turns += [assistant_calls(call("w", "write_file", path="src/main.py", content="x = 1\n" * 60), content="Writing."),
+                      result("w", "ok")]
+        turns.append(msg("assistant", f"Done with {t}. " + "words " * 30))
+    newest_request = max(i for i, m in enumerate(turns) if m["role"] == "user")
+    turns[newest_request]["content"] += " please also" * last_request_words
+    return turns
+
+
+@pytest.mark.parametrize(("write_turn", "budget"), [(7, 1500), (7, 1200), (3, 1200)])
+def test_keeping_the_agents_write_never_costs_the_newest_reply(write_turn: int, budget: int, tmp_path: Path) -> None:
+    # A write in the current turn stays anyway (the summary never takes the current turn's end);
+    # and when going around an older write cannot reach the budget, the span takes it like the rest
+    # instead of leaving the run over budget for the window to cut the newest reply.
+    source = write_messages(tmp_path / "t.jsonl", _turns_with_a_write(write_turn, last_request_words=250))
+    done = invoke(str(source), "--max-tokens", str(budget), "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0
+    out = read_messages(done.stdout)
+    assert out[-1]["content"].startswith("Done with 7.")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= budget
+    kept = any(call["function"]["name"] == "write_file" for m in out for call in m.get("tool_calls") or [])
+    said = any("kept the newest write" in (a["detail"] or "") for a in report["actions"])
+    assert said <= kept  # the detail never claims a write the output lost

@@ -193,7 +193,10 @@ def _working_copy(workspace: Workspace) -> set[int]:
     limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
     counted = workspace.structure.counted
     written: set[str] = set()
-    for position in range(len(workspace.messages) - 1, -1, -1):
+    # Only before the current turn: the summary never needs to reach into it for a write, and
+    # going around one there would take the turn's newest messages instead.
+    current = workspace.structure.current_turn_start
+    for position in range((len(workspace.messages) if current is None else current) - 1, -1, -1):
         message = workspace.messages[position]
         if message.role != "assistant" or not workspace.alive(position):
             continue
@@ -312,11 +315,25 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
         kept = _working_copy(workspace)
         removable = _span_to_go(workspace, room, kept)
+        current = workspace.structure.current_turn_start
+        if kept and (not _reaches(workspace, removable, room) or current is not None and removable[-1:] > [current]):
+            # Going around the write would not reach the budget, or would take the current turn's
+            # newest messages instead: the write goes like the rest.
+            kept = set()
+            removable = _span_to_go(workspace, room)
         if kept and removable and min(kept) < removable[-1]:  # the span went around it: say so
             working = _kept_write(workspace, kept)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
     return _summarize_span(workspace, summarizer, removable, room, fit_budget=not by_turns, keep=kept) + working
+
+
+def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) -> bool:
+    """Whether the run is within the budget once ``removable`` gives way to a summary of ``reserve_tokens``."""
+    counted = workspace.structure.counted
+    messages = workspace.live_messages - sum(1 for p in removable if counted[p]) + 1
+    tokens = workspace.live_tokens - sum(workspace.messages[p].tokens for p in removable if counted[p])
+    return not workspace.budget.over(messages, tokens + reserve_tokens)
 
 
 def _kept_write(workspace: Workspace, kept: set[int]) -> str:
