@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from core.engine.pipeline import Seams
-from tests.helpers import assistant_calls, call, lines_of, msg, result, run_core
+from tests.helpers import (
+    assistant_calls,
+    call,
+    invoke,
+    lines_of,
+    msg,
+    read_messages,
+    result,
+    run_core,
+    write_messages,
+)
 
 BIG = "def handler(event, context):\n    return process(event['records'], retries=3)\n" * 120  # ~2.4k tokens
 
@@ -221,7 +232,7 @@ def test_pinned_messages_survive_untouched_even_over_budget() -> None:
     assert floor["messages"] == 2 and floor["tokens"] == out.report["after"]["tokens"]
 
 
-def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcript() -> None:
+def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcript(tmp_path: Path) -> None:
     # Nothing is pinned by role here: an empty output would be no transcript at all.
     messages = [msg("assistant", "the first answer, long enough to count"), msg("assistant", "the last word, which is itself longer than the budget")]
     for preset in ("default", "seed"):
@@ -230,6 +241,12 @@ def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcri
         assert out.report["over_budget"] is True
     only_system = [msg("system", "you are terse"), msg("assistant", "a reply that does not fit the budget")]
     assert lines_of(run_core(only_system, max_tokens=5)) == [1, 2]
+    # The usage warning compact appends, or a system note at the end, is not the conversation's last word.
+    steps = [msg("assistant", f"Step {i}: " + "work " * 20) for i in range(12)]
+    warned = invoke(str(write_messages(tmp_path / "steps.jsonl", steps)), "--max-tokens", "150", "--warn-fraction", "0.0001")
+    assert steps[-1] in read_messages(warned.stdout)
+    noted = run_core([*steps, msg("system", "a note at the end " * 5)], max_tokens=150)
+    assert 12 in lines_of(noted)
 
 
 def test_a_budget_too_small_for_the_window_trace_still_keeps_the_newest_messages_that_fit() -> None:

@@ -284,8 +284,9 @@ def _pins(messages: Sequence[Message], user_positions: Sequence[int], rules: Pin
 def _request_pins(messages: Sequence[Message], user_positions: Sequence[int], task_pin_tokens: int | None) -> list[int]:
     """The newest request a person typed (not hook text, not an empty message) and, when it is a
     different message no longer than ``task_pin_tokens``, the first one: the task statement."""
-    if not user_positions:  # no user message at all: the newest message is the conversation's last word
-        return [p for p in range(len(messages) - 1, -1, -1) if messages[p].data][:1]
+    if not user_positions:  # no user message at all: the newest reply or result is the conversation's last word
+        return [p for p in range(len(messages) - 1, -1, -1)
+                if messages[p].data and messages[p].role not in SYSTEM_ROLES][:1]  # (not compact's warning, nor a note)
     requests = [p for p in user_positions if is_request(messages[p])]
     if not requests:
         return list(user_positions[-1:])  # no typed request: the newest user text is the best guess
