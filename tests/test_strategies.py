@@ -249,6 +249,18 @@ def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcri
     assert 12 in lines_of(noted)
 
 
+def test_the_window_leaves_its_trace_when_the_trace_fits_beside_the_pinned_messages() -> None:
+    # The room kept for the trace is judged by the trace's real size, not by a fixed 120 tokens:
+    # here the pinned messages take 46 tokens and the trace about 64, within 120.
+    messages = [msg("system", "You are a coding agent.")]
+    for t in range(10):
+        messages += [msg("user", f"Turn {t}: please do task {t} " + "detail " * 10),
+                     msg("assistant", f"Done with {t}. " + "words " * 30)]
+    out = run_core(messages, max_tokens=120, summarizer="none")
+    assert out.report["after"]["tokens"] <= 120
+    assert any(str(m.data.get("content", "")).startswith("[compact:") for m in out.messages)
+
+
 def test_a_budget_too_small_for_the_window_trace_still_keeps_the_newest_messages_that_fit() -> None:
     # The window keeps room for its trace line while it cuts; when no trace could ever fit, that
     # room must not cost the newest reply, which fits.

@@ -28,7 +28,7 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
     reserve = (TRACE_TOKENS, 1) if workspace.trace else (0, 0)
     floor_messages, floor_tokens = workspace.floor()
     if workspace.budget.over(floor_messages + reserve[1], floor_tokens + reserve[0]):
-        reserve = (0, 0)  # no trace could fit beside the pinned messages: its room would only cost the newest
+        reserve = (0, 0)  # too tight for a guess: the trace's room is made once its real size is known
     for position in range(len(workspace.messages)):
         within_window = cap is None or workspace.live_messages + reserve[1] <= cap
         if within_window and (workspace.full or not workspace.over_budget(*reserve)):
@@ -45,7 +45,28 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
 
 
 def leave_trace(workspace: Workspace, removed: list[int]) -> None:
-    """One placeholder where the removed messages were, saying what they held (counted: it costs tokens)."""
+    """One placeholder where the removed messages were, saying what they held (counted: it costs tokens).
+
+    When it does not fit, the window moves on, oldest first, until it does, as long as it can fit
+    beside the pinned messages at all; else the report's ledger alone says what went."""
+    floor_messages, floor_tokens = workspace.floor()
+    while True:
+        trace = _trace(workspace, removed)
+        cost = workspace.counter.count_message(trace).tokens
+        if workspace.full or not workspace.over_budget(cost, 1):
+            workspace.insert(removed[0], trace)
+            return
+        if workspace.budget.over(floor_messages + 1, floor_tokens + cost):
+            return  # a budget too small for the trace
+        oldest = next((p for p in range(removed[0], len(workspace.messages)) if workspace.alive(p)
+                       and not workspace.pinned(p) and workspace.structure.counted[p]), None)
+        closure = workspace.removal_set([oldest]) if oldest is not None else None
+        if not closure or not workspace.remove(closure, "outside the sliding window"):
+            return
+        removed = sorted({*removed, *closure})
+
+
+def _trace(workspace: Workspace, removed: list[int]) -> Message:
     messages = [workspace.messages[p] for p in removed]
     lines = [m.line for m in messages if m.line is not None]
     span = f"{min(lines)}-{max(lines)}" if lines else "?"
@@ -53,11 +74,7 @@ def leave_trace(workspace: Workspace, removed: list[int]) -> None:
     turn_text = f", turns {turns[0]}-{turns[-1]}" if turns else ""
     store = workspace.seams.store
     text = placeholders.removal_trace(messages, span, turn_text, store.path if store is not None else None)
-    trace = Message(data={"role": "system", "content": text})
-    cost = workspace.counter.count_message(trace).tokens
-    if not workspace.full and workspace.over_budget(cost, 1):
-        return  # a budget too small for the trace: the report's ledger alone says what went
-    workspace.insert(removed[0], trace)
+    return Message(data={"role": "system", "content": text})
 
 
 STRATEGY = StrategyInfo(
