@@ -63,10 +63,10 @@ def search(lines: Sequence[Line], path: str, *, skip_invalid: bool = False) -> C
                 raise _mixed_or_unknown(path, line, candidates, first_line)
             if not first_line and "role" in line.data:
                 return get(OPENAI)  # a chat message with a problem: the chat reader names it exactly
-            if not first_line and not skip_invalid:
-                raise _mixed_or_unknown(path, line, candidates, first_line)
             if not first_line:
-                unknown = unknown or line
+                if not skip_invalid:
+                    raise _mixed_or_unknown(path, line, candidates, first_line)
+                unknown = unknown or line  # its reader passes it through: the next lines decide
                 continue
             break  # a broken line of the format seen so far: its reader says what is wrong with it
         candidates = fitting

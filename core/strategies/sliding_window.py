@@ -39,17 +39,18 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
         if closure and workspace.remove(closure, "outside the sliding window"):
             removed.extend(sorted(closure))
     if removed and workspace.trace:
-        leave_trace(workspace, sorted(removed))
+        leave_trace(workspace, sorted(removed), (floor_messages, floor_tokens))
     window = f"window {cap}" if cap is not None else "the newest that fit the budget"
     return f"kept the newest {workspace.live_messages} of {before} messages ({window})"
 
 
-def leave_trace(workspace: Workspace, removed: list[int]) -> None:
+def leave_trace(workspace: Workspace, removed: list[int], floor: tuple[int, int]) -> None:
     """One placeholder where the removed messages were, saying what they held (counted: it costs tokens).
 
     When it does not fit, the window moves on, oldest first, until it does, as long as it can fit
-    beside the pinned messages at all; else the report's ledger alone says what went."""
-    floor_messages, floor_tokens = workspace.floor()
+    beside the pinned messages (``floor``: their messages and tokens) at all; else the report's
+    ledger alone says what went."""
+    floor_messages, floor_tokens = floor
     while True:
         trace = _trace(workspace, removed)
         cost = workspace.counter.count_message(trace).tokens

@@ -61,9 +61,7 @@ def tracked_files(messages: Sequence[Mapping[str, Any]],
             if memo is not None:
                 memo[id(message)] = touched
         for is_read, path in touched:
-            files = read if is_read else changed
-            files.pop(path, None)  # (moved to the end: the lists are ordered by last touch)
-            files[path] = None
+            _touch(read if is_read else changed, (path,))
     return list(read), list(changed)
 
 
@@ -78,7 +76,14 @@ def _files_touched(message: Mapping[str, Any]) -> list[tuple[bool, str]]:
     return touched
 
 
+def _writes(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(tool, path) for each call of the message that writes a file (its content, an edit, a patch)."""
+    return [(call_name(call), found[1]) for call in tool_calls(message)
+            if (found := classify(call)) is not None and found[0] == "write"]
+
+
 def _touch(files: dict[str, None], paths: Sequence[str]) -> None:
+    """``paths`` moved to the end of ``files`` (the lists are ordered by last touch)."""
     for path in paths:
         files.pop(path, None)
         files[path] = None
@@ -127,24 +132,16 @@ def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
     return "summary:" + digest.hexdigest()
 
 
-def _previous_summary(workspace: Workspace, before: int) -> int | None:
-    """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it)."""
-    for position in range(before - 1, -1, -1):
-        message = workspace.messages[position]
-        if workspace.alive(position) and is_summary(message):
-            return position
-    return None
-
-
 @dataclass
 class _Memo:
-    """What composing one span's summary again (to fit, to keep its newest exchange, to top up)
-    need not read again: each message's files, and where the earlier summaries are."""
+    """What one step reads once however often it composes the span's summary (to fit, to keep its
+    newest exchange, to top up): each message's files, and where the earlier summaries are."""
 
     files: dict[int, list[tuple[bool, str]]] = field(default_factory=dict)
     summaries: list[int] | None = None
 
     def previous_summary(self, workspace: Workspace, before: int) -> int | None:
+        """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it)."""
         if self.summaries is None:
             self.summaries = [p for p in range(len(workspace.messages))
                               if workspace.alive(p) and is_summary(workspace.messages[p])]
@@ -200,7 +197,7 @@ def _working_copy(workspace: Workspace) -> set[int]:
         message = workspace.messages[position]
         if message.role != "assistant" or not workspace.alive(position):
             continue
-        paths = {found[1] for found in map(classify, tool_calls(message.data)) if found and found[0] == "write"}
+        paths = {path for _, path in _writes(message.data)}
         if not paths or paths <= written:
             continue
         written |= paths
@@ -304,13 +301,14 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     by_turns = turns is not None or workspace.full or budget.token_limit is None
     working = ""
     kept: set[int] = set()
+    memo = _Memo()
     if by_turns:
         removable = _oldest_turns(workspace, turns or SEED_TURNS)
         if budget.trigger == MESSAGES and turns is None and not workspace.full:
             removable = _span_to_go(workspace, 0) or removable
         room = max_tokens
     else:
-        first_previous = _previous_summary(workspace, len(workspace.messages))
+        first_previous = memo.previous_summary(workspace, len(workspace.messages))
         previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
         kept = _working_copy(workspace)
@@ -325,7 +323,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
             working = _kept_write(workspace, kept)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
-    return _summarize_span(workspace, summarizer, removable, room, fit_budget=not by_turns, keep=kept) + working
+    return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept) + working
 
 
 def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) -> bool:
@@ -338,10 +336,9 @@ def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) ->
 
 def _kept_write(workspace: Workspace, kept: set[int]) -> str:
     """The detail's words for the working copy the span went around."""
-    found = [(call_name(call), file[1]) for call in tool_calls(workspace.messages[min(kept)].data)
-             if (file := classify(call)) is not None and file[0] == "write"]
+    found = ", ".join(f"{tool} {path}" for tool, path in _writes(workspace.messages[min(kept)].data))
     tokens = sum(workspace.messages[p].tokens for p in kept if workspace.structure.counted[p])
-    return f"; kept the newest write ({', '.join(f'{tool} {path}' for tool, path in found)}, {tokens:,} tokens) in place"
+    return f"; kept the newest write ({found}, {tokens:,} tokens) in place"
 
 
 def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
@@ -371,11 +368,10 @@ class Composed:
     previous_at: int | None  # the earlier summary it folds in
 
 
-def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int,
-             digest: float = 1.0, memo: _Memo | None = None) -> Composed:
+def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int, digest: float,
+             memo: _Memo) -> Composed:
     """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
     span = [original_data(workspace.messages[p]) for p in removable]
-    memo = memo or _Memo()
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
     previous_body, read_before, changed_before, facts_before = (
@@ -436,12 +432,11 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
 
 
-def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, *, fit_budget: bool,
-                    keep: set[int] | frozenset[int] = frozenset()) -> str:
+def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, memo: _Memo, *,
+                    fit_budget: bool, keep: set[int] | frozenset[int] = frozenset()) -> str:
     """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the
     budget (never over ``keep``)."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
-    memo = _Memo()
     composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if composed.tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
