@@ -111,3 +111,23 @@ def test_a_prefix_whose_newest_swallowed_exchanges_are_large_still_fills_its_bud
     prefix.write_text("".join(lines[:cut]))
     report = compact_to_budget(prefix, budget, tmp_path)
     assert any(e["strategy"] == "summarize" for e in report["actions"])
+
+
+@pytest.mark.parametrize(("name", "budget"), [
+    # Gemini CLI: the span the summary must take ends with a `replace` call whose old and new text
+    # (2.4k and 3.2k characters) are each under any one cap: the cut has to be shared between them.
+    ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", 1631),
+    ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", 2937),
+    ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", 4895),
+    # Claude Code: the cleared result is a subagent's report in two text parts.
+    ("claude-code/claude-reliability-python-to-rust-port.jsonl", 11129),
+])
+def test_a_cut_shared_between_several_long_texts_still_fills_the_budget(
+        name: str, budget: int, realdata: Path, tmp_path: Path) -> None:
+    """Cutting the middle of a message to fill the budget cuts all its long texts as far as needed
+    together (tool-call arguments too), instead of giving up because no one text alone is long
+    enough, which left these runs at 58-92% of the budget. The cut is in the ledger even when
+    another message decoded from the same line (a Gemini chat's call and result) is given back."""
+    report = compact_to_budget(realdata / name, budget, tmp_path)
+    cut = [e for e in report["removed"] if e["action"] == "rewritten" and "middle" in e["reason"]]
+    assert cut, report["actions"]

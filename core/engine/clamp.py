@@ -157,14 +157,26 @@ def clamp_message(data: dict[str, Any], max_tokens: int, counter: MessageCounter
     return clamped, changed + changed_calls
 
 
-def middle_cut(message: Message, text_tokens: int, most_tokens: int, counter: MessageCounter) -> dict[str, Any] | None:
-    """``message``'s data with its long text parts cut in the middle to ``text_tokens`` each (head and
-    tail kept), when the message then takes at most ``most_tokens``; None when nothing was cut or it
-    still would not fit."""
-    content, changed = clamp_content(message.data.get("content"), text_tokens, counter)
-    if not changed:
+def cut_to(message: Message, most_tokens: int, counter: MessageCounter) -> dict[str, Any] | None:
+    """``message``'s data with the middles of its long texts (text parts and call-argument strings)
+    cut so that it takes at most ``most_tokens``, keeping as much of each as fits; None when no
+    cut gets it there.
+
+    One cap for every text, found by bisection: a message whose tokens are spread over several
+    texts (an edit's old and new strings) shares the cut between them instead of needing one
+    text long enough to take it all.
+    """
+    if message.tokens <= most_tokens:
         return None
-    data = {**message.data, "content": content}
-    if counter.count_message(message.rewritten(data)).tokens > most_tokens:
-        return None
-    return data
+    best: dict[str, Any] | None = None
+    low, high = MIN_PART_TOKENS, most_tokens  # (no one text can keep more than the whole message may)
+    while low <= high:
+        cap = (low + high) // 2
+        data, _ = clamp_message(message.data, cap, counter)
+        if data is None:  # no text is over this cap
+            high = cap - 1
+        elif counter.count_message(message.rewritten(data)).tokens <= most_tokens:
+            best, low = data, cap + 1  # fits: try keeping more of each text
+        else:
+            high = cap - 1
+    return best

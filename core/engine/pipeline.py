@@ -11,7 +11,7 @@ from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import AIM_SHARE, Budget
-from core.engine.clamp import clamp_content, middle_cut
+from core.engine.clamp import clamp_content, cut_to
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace
@@ -285,13 +285,12 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         return
     # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
     # an earlier turn's thinking is read by no model.
-    stale = {e["line"] for e in workspace.ledger
-             if e["strategy"] in ("deduplicate_file_reads", "supersede_plans", "drop_old_thinking")}
+    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking"}
     workspace.begin("give_back", 0)
     cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):
         original = workspace.restorable(position)
-        if original is None or original.line in stale or workspace.pinned(position):
+        if original is None or workspace.rewritten_by(original) & stale or workspace.pinned(position):
             continue
         current = workspace.messages[position]
         if workspace.live_tokens + original.tokens - current.tokens <= aim:
@@ -313,7 +312,7 @@ def _give_back_in_part(workspace: Workspace, position: int, original: Message, a
     room = aim - workspace.live_tokens
     if room < GIVE_BACK_MIN_TOKENS:
         return False
-    data = middle_cut(original, current.tokens + room - 16, current.tokens + room, workspace.counter)
+    data = cut_to(original, current.tokens + room, workspace.counter)
     if data is None:
         return False
     workspace.restore(position, original, data, "given back in part: its middle cut to fit the room later steps made")

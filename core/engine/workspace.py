@@ -78,6 +78,9 @@ class Workspace:
         self.full = full
         self.offload_turns = offload_turns
         self.ledger: list[dict[str, Any]] = []
+        # The ledger's rewrite entries by the input message they describe (by identity: messages
+        # decoded from one line, a Gemini chat's or a Claude Code line's results, share its number).
+        self._rewrites: dict[int, list[dict[str, Any]]] = {}
         self.strategy = ""
         self.pass_number = 0
         self._set_messages(list(messages))
@@ -163,7 +166,10 @@ class Workspace:
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
+        undone = {id(e) for e in self.ledger[self._ledger_mark :]}
         del self.ledger[self._ledger_mark :]
+        for entries in self._rewrites.values():
+            entries[:] = [e for e in entries if id(e) not in undone]
         self.own = self._own_snapshot
         self._rewritten_in_step = {}
         if self.seams.store is not None:
@@ -281,7 +287,8 @@ class Workspace:
         added = original.tokens - message.tokens
         if self.structure.counted[position]:
             self.live_tokens += added
-        self.ledger[:] = [e for e in self.ledger if not (e["line"] == original.line and e["action"] == "rewritten")]
+        gone = {id(e) for e in self._rewrites.pop(id(original), ()) if e["action"] == "rewritten"}
+        self.ledger[:] = [e for e in self.ledger if id(e) not in gone]
         self._outcome.tokens_saved -= added
         if data is None:
             self._outcome.rewritten += 1
@@ -339,7 +346,12 @@ class Workspace:
             return saved
         self._record(before, "rewritten", after.tokens, reason)
         self._rewritten_in_step[position] = self.ledger[-1]
+        self._rewrites.setdefault(id(before.extra[_INPUT_MESSAGE]), []).append(self.ledger[-1])
         return saved
+
+    def rewritten_by(self, original: Message) -> set[str]:
+        """The strategies whose rewrites of the input message ``original`` the ledger holds."""
+        return {e["strategy"] for e in self._rewrites.get(id(original), ()) if e["action"] == "rewritten"}
 
     def _drop(self, position: int, reason: str) -> None:
         message = self.messages[position]

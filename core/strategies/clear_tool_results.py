@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from core.engine import placeholders
 from core.engine.budget import AIM_SHARE, FILL_SHARE
-from core.engine.clamp import MIN_PART_TOKENS, middle_cut
+from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
@@ -47,7 +47,7 @@ def _cut_instead(workspace: Workspace, position: int) -> bool:
     room = message.tokens - needed - 16
     if room < MIN_PART_TOKENS:
         return False
-    data = middle_cut(message, room, message.tokens - needed, workspace.counter)
+    data = cut_to(message, message.tokens - needed, workspace.counter)
     if data is None:
         return False
     workspace.rewrite(position, data, "tool result cut in the middle: clearing it whole would overshoot the budget")

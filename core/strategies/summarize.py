@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
-from core.engine.clamp import MIN_PART_TOKENS, clamp_message
+from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
 from core.engine.file_calls import classify, patch_files
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
@@ -258,8 +258,8 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
 
 
 def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
-    """Cut ``cut`` tokens from the exchange's longest texts (calls' arguments too), longest first;
-    all or nothing."""
+    """Cut ``cut`` tokens from the middles of the exchange's longest texts (calls' arguments too),
+    longest message first; all or nothing."""
     planned: list[tuple[int, dict[str, Any]]] = []
     for position in sorted(exchange, key=lambda p: -workspace.messages[p].tokens):
         if cut <= 0:
@@ -267,21 +267,16 @@ def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
         message = workspace.messages[position]
         if workspace.pinned(position):
             continue
-        best: tuple[int, dict[str, Any]] | None = None
-        room = message.tokens - cut - 16
-        for _ in range(3):  # a text's room is the message's less what surrounds it: aim lower when short
-            data, _ = clamp_message(message.data, max(MIN_PART_TOKENS, room), workspace.counter)
-            if data is None:
-                break
-            saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
-            if best is None or saved > best[0]:
-                best = (saved, data)
-            if saved >= cut or room <= MIN_PART_TOKENS:
-                break
-            room -= cut - saved + 8
-        if best is not None and best[0] > 0:
-            planned.append((position, best[1]))
-            cut -= best[0]
+        # The whole cut here if it can take it, else as much as it can give and the rest from the next.
+        data = cut_to(message, message.tokens - cut, workspace.counter)
+        if data is None:
+            data, _ = clamp_message(message.data, MIN_PART_TOKENS, workspace.counter)
+        if data is None:
+            continue
+        saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
+        if saved > 0:
+            planned.append((position, data))
+            cut -= saved
     if cut > 0:
         return False
     for position, data in planned:
