@@ -39,7 +39,7 @@ MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="C
 MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
 MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
-ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, …): sets window and encoder.")]
+ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, claude-opus-5-5, …): sets window and encoder, and whether the current turn's thinking can stay.")]
 EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
 BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
 CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from core import formats
 from tests.helpers import invoke, invoke_with_report, read_messages
 
@@ -46,14 +48,43 @@ def total_tokens(path: Path) -> int:
     return int(json.loads(invoke("count", str(path), "--format", "json").stdout)["before"]["tokens"])
 
 
-def test_the_oldest_thinking_goes_first_and_only_as_much_as_the_budget_needs(tmp_path: Path) -> None:
+def test_once_the_oldest_thinking_goes_the_thinking_after_it_goes_too(tmp_path: Path) -> None:
+    """The budget needs one block; but a thinking block is bound to everything before it: on models with
+    preserved thinking (Claude Fable 5.1, Opus 5.5, ...) the API refuses one whose earlier conversation
+    changed (400, "bound to a different conversation"). So the earlier turns' thinking after the first
+    change goes as well; the current turn's stays, since no --model says it would be refused."""
     path = session(tmp_path)
     budget = total_tokens(path) - 20  # less than one thinking block over
     result, report = invoke_with_report(str(path), "--max-tokens", str(budget), tmp_path=tmp_path)
-    assert thoughts(result.stdout) == ["sig-2", "sig-3"]
-    assert [a["strategy"] for a in report["actions"]] == ["drop_old_thinking"]
+    assert thoughts(result.stdout) == ["sig-3"]
+    assert [a["strategy"] for a in report["actions"]] == ["drop_old_thinking", "thinking_after_change"]
     assert "Reading it." in result.stdout and "add() subtracts" in result.stdout  # nothing a model reads is lost
     assert report["after"]["tokens"] <= budget
+    after_change = [e for e in report["removed"] if e["strategy"] == "thinking_after_change"]
+    assert after_change and all("bound to" in e["reason"] for e in after_change)
+
+
+@pytest.mark.parametrize(("model", "kept"), [("claude-opus-5-5", []), ("claude-fable-5-1-20260901", []),
+                                             ("claude-opus-4-5", ["sig-3"])])
+def test_the_current_turns_thinking_goes_after_a_change_for_a_model_that_checks_its_prefix(
+        model: str, kept: list[str], tmp_path: Path) -> None:
+    """The tool-use loop in progress: a model that checks a thinking block's prefix would refuse its
+    thinking once the run changed an earlier message; an older model needs it to continue the loop."""
+    path = session(tmp_path)
+    budget = total_tokens(path) - 20
+    result, _ = invoke_with_report(str(path), "--max-tokens", str(budget), "--model", model,
+                                        "--check-for", "anthropic", tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert thoughts(result.stdout) == kept
+    assert "pytest -q" in result.stdout  # the call stays; only its thinking went
+
+
+def test_a_run_that_changes_nothing_before_the_thinking_keeps_it(tmp_path: Path) -> None:
+    path = session(tmp_path)
+    result, report = invoke_with_report(str(path), "--max-tokens", str(total_tokens(path) + 10),
+                                        "--model", "claude-opus-5-5", tmp_path=tmp_path)
+    assert thoughts(result.stdout) == ["sig-1", "sig-2", "sig-3"]
+    assert report["actions"] == []
 
 
 def test_every_earlier_turn_loses_its_thinking_and_the_current_turn_keeps_its_own(tmp_path: Path) -> None:
@@ -83,3 +114,18 @@ def test_a_real_claude_code_session_sheds_earlier_thinking_before_anything_a_mod
                and any(p.get("type") == "thinking" for p in m.data["content"] if isinstance(p, dict))]
     assert not earlier
     assert report["after"]["tokens"] <= 8000
+
+
+def test_a_finished_turns_thinking_goes_after_a_change_whatever_the_model(tmp_path: Path) -> None:
+    """The session ends with the agent's reply: the next request opens a new turn, where an older
+    model has discarded this thinking and a newer one would refuse it, so it goes too."""
+    path = session(tmp_path)
+    lines = path.read_text().splitlines()
+    lines.append(json.dumps({"role": "assistant", "content": [thinking(4), {"type": "text", "text": "Fixed: add() adds."}]}))
+    path.write_text("\n".join(lines) + "\n")
+    budget = total_tokens(path) - 20
+    result, _ = invoke_with_report(str(path), "--max-tokens", str(budget), "--check-for", "anthropic",
+                                        tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert thoughts(result.stdout) == []
+    assert "Fixed: add() adds." in result.stdout and "pytest -q" in result.stdout

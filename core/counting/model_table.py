@@ -40,6 +40,7 @@ def _rows() -> dict[str, ModelInfo]:
         ("gpt-3.5-turbo", 16_385, "cl100k_base"),
     ]
     approximate = [
+        ("claude-opus-5", 1_000_000),  # Opus 5 and 5.5 (Anthropic, "What's new in Claude Opus 5")
         ("claude-opus-4", 200_000),
         ("claude-sonnet-4", 200_000),
         ("claude-haiku-4", 200_000),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +15,7 @@ from core.engine.budget import AIM_SHARE, Budget
 from core.engine.clamp import clamp_content, cut_to
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
-from core.engine.workspace import Workspace
+from core.engine.workspace import Workspace, unchanged_prefix
 from core.errors import StoreUnavailable, StrategySkipped
 from core.messages import (
     SYSTEM_ROLES,
@@ -23,8 +24,10 @@ from core.messages import (
     is_summary,
     is_user_message,
     starts_with_marker,
+    tool_calls,
 )
 from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
+from core.strategies.drop_old_thinking import THINKING_BLOCKS, shed
 
 # The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
 # still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
@@ -205,6 +208,9 @@ def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool) -> list
         steps.append(_clamp_pinned)
     if turn_boundary or default:
         steps.append(_open_at_turn_boundary)
+    if default:
+        # (before give_back: the room it frees is filled with what the run had to rewrite)
+        steps.append(functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(config.model)))
     if mode == BUDGET and default:
         steps.append(_give_back)
     return steps
@@ -272,6 +278,47 @@ def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) 
         actions.append(_action("turn_boundary", 0, outcome))
 
 
+# Claude models that check a thinking block's prefix (Anthropic, "Preserved thinking"): a block
+# sent back after anything before it changed is refused (400) or dropped, the current turn's too.
+PREFIX_CHECKING_MODELS = ("claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2",
+                          "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5")
+# Anthropic's signed blocks; the current turn keeps OpenAI's reasoning (newer models drop it, without error).
+SIGNED_THINKING = frozenset({"thinking", "redacted_thinking"})
+BOUND_REASON = ("thinking after a change earlier in the conversation: it is bound to what came before it, "
+                "so models with preserved thinking refuse it")
+
+
+def checks_thinking_prefix(model: str | None) -> bool:
+    return model is not None and model.lower().startswith(PREFIX_CHECKING_MODELS)
+
+
+def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], *, checks_prefix: bool) -> None:
+    """Thinking the run left behind its first change goes: a thinking block is bound to everything
+    before it, and once that changed, models with preserved thinking refuse the request (400,
+    "bound to a different conversation") or drop the block. Older models discard a finished turn's
+    thinking anyway, but one continuing a tool-use loop with thinking on needs the loop's: so when
+    the transcript ends inside a loop (with a call or its result) its turn keeps its thinking, unless
+    ``--model`` names a model known to check."""
+    first = workspace.first_change()
+    if first is None:
+        return
+    messages = workspace.messages
+    current = workspace.structure.current_turn_start or 0  # no user message: all is the current turn
+    counted = workspace.structure.counted
+    last = next((p for p in range(len(messages) - 1, -1, -1) if counted[p] and messages[p].role not in SYSTEM_ROLES),
+                None)
+    in_loop = last is not None and (messages[last].role in ("tool", "function") or bool(tool_calls(messages[last].data)))
+    end = current if in_loop and not checks_prefix else len(messages)
+    workspace.begin("thinking_after_change", 0)
+    for position in range(first, end):
+        if not workspace.pinned(position):
+            shed(workspace, position, THINKING_BLOCKS if position < current else SIGNED_THINKING, BOUND_REASON)
+    outcome = workspace.end("removed the thinking behind the run's first change: models with preserved "
+                            "thinking refuse it")
+    if outcome.acted:
+        actions.append(_action("thinking_after_change", 0, outcome))
+
+
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     """Strategies run in order, each as far as the budget then needed: results cleared early may
     no longer need to be once a later step (the summary) took the oldest span. Those still in
@@ -284,8 +331,8 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     if workspace.live_tokens >= aim:
         return
     # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
-    # an earlier turn's thinking is read by no model.
-    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking"}
+    # thinking behind a change is discarded or refused by the APIs.
+    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking", "thinking_after_change"}
     workspace.begin("give_back", 0)
     cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):
@@ -326,11 +373,7 @@ def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict
     from the original (removed, rewritten or inserted before it) ends the
     cached part, and every token from there on is written to the cache again.
     """
-    prefix = 0
-    for before, after in zip(original, result):
-        if before is not after:
-            break
-        prefix += 1
+    prefix = unchanged_prefix(original, result)
     return {
         "prefix_messages": prefix,
         "prefix_tokens": sum(m.tokens for m in result[:prefix]),

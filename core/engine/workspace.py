@@ -43,6 +43,16 @@ class StepOutcome:
 MIN_KEPT_TOKENS = 8
 
 
+def unchanged_prefix(original: Sequence[Message], result: Sequence[Message]) -> int:
+    """How many messages ``result`` begins with that are the very same as ``original``'s."""
+    prefix = 0
+    for before, after in zip(original, result):
+        if before is not after:
+            break
+        prefix += 1
+    return prefix
+
+
 class Workspace:
     def __init__(
         self,
@@ -84,6 +94,7 @@ class Workspace:
         self.strategy = ""
         self.pass_number = 0
         self._set_messages(list(messages))
+        self._input = tuple(self.messages)  # (rewrites replace items of self.messages in place)
         # Turn numbers as the input has them (1-based): removals renumber the structure's turns.
         self.input_turn = {m.line: t + 1 for m, t in zip(self.messages, self.structure.turn_of) if m.line is not None}
 
@@ -99,6 +110,12 @@ class Workspace:
 
     def alive(self, position: int) -> bool:
         return position not in self.removed
+
+    def first_change(self) -> int | None:
+        """The position of the first message that differs from the input (rewritten, added, or the
+        first after a removal); None when the messages are the input's."""
+        prefix = unchanged_prefix(self._input, self.messages)
+        return None if prefix == len(self.messages) == len(self._input) else prefix
 
     def pinned(self, position: int) -> bool:
         return self.structure.pinned[position]

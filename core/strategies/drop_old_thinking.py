@@ -1,32 +1,45 @@
 """DropOldThinking: the thinking of turns before the current one goes, oldest first.
 
-Anthropic's API strips the thinking blocks of earlier turns itself: the model
-never sees them again, and they do not count toward the context window.
-OpenAI's reasoning models discard their reasoning after each turn too (a
-Responses ``reasoning`` item of an earlier turn may be left out; those since
-the newest user message must be sent with the calls they led to). So only the
+Earlier turns' thinking is the first thing to go when a run must shrink: older
+Claude models and OpenAI's reasoning models discard it between turns themselves,
+and on Claude models with preserved thinking (Fable 5.1, Opus 5.5, ...) a
+thinking block is bound to everything before it, so once compaction changes
+the conversation ahead of it the API refuses it or drops it. So only the
 current turn's thinking (since the newest user message, the tool-use loop in
-progress) stays, signatures and encrypted content intact; keeping an earlier
-turn's spends the budget on text no model reads. This step removes it before
-any step that loses something a model would see. An assistant message that
-held nothing but thinking goes whole. Oldest first, and only as much as the
-budget needs.
+progress) stays, signatures and encrypted content intact. This step removes it
+before any step that loses something a model would see, oldest first and only
+as much as the budget needs; the pipeline's ``thinking_after_change`` step then
+removes what is left behind the first change. An assistant message that held
+nothing but thinking goes whole.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from core.engine.workspace import Workspace
 from core.messages import has_text, tool_calls
 from core.strategies.base import StrategyInfo
 
 THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})  # Anthropic; Responses
-REASON = "thinking of an earlier turn: the API discards it, no model reads it again"
+REASON = "thinking of an earlier turn: the first thing to go (the APIs discard or refuse it once the run changes what came before it)"
 
 
-def _is_thinking(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type") in THINKING_BLOCKS
+def shed(workspace: Workspace, position: int, kinds: frozenset[str], reason: str) -> int:
+    """Remove the ``kinds`` of thinking parts from the assistant message at ``position`` (the message
+    whole when nothing else is left in it); the number of parts removed (0 when none, or refused)."""
+    message = workspace.messages[position]
+    content = message.data.get("content")
+    if not isinstance(content, list) or message.role != "assistant":
+        return 0  # (most messages: checked before anything costlier)
+    kept = [part for part in content if not (isinstance(part, dict) and part.get("type") in kinds)]
+    if len(kept) == len(content) or not workspace.alive(position):
+        return 0
+    data = {**message.data, "content": kept or None}  # (calls alone: no content, as the chat format has it)
+    if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
+        if not workspace.remove([position], reason):
+            return 0
+    else:
+        workspace.rewrite(position, data, reason)
+    return len(content) - len(kept)
 
 
 def apply(workspace: Workspace) -> str:
@@ -36,24 +49,15 @@ def apply(workspace: Workspace) -> str:
     dropped = blocks = 0
     for position in range(end):
         message = messages[position]
-        content = message.data.get("content")
-        if not isinstance(content, list) or message.role != "assistant":
-            continue  # (most messages: checked before anything costlier)
-        kept = [part for part in content if not _is_thinking(part)]
-        if len(kept) == len(content) or not workspace.alive(position):
+        if message.role != "assistant" or not isinstance(message.data.get("content"), list):
             continue
         if not workspace.should_continue():
             break
         if workspace.pinned(position) or workspace.must_go(position):
             continue  # (a message the window removes anyway is left to it)
-        data = {**message.data, "content": kept}
-        if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
-            if not workspace.remove([position], REASON):
-                continue
-            dropped += 1
-        else:
-            workspace.rewrite(position, data, REASON)
-        blocks += len(content) - len(kept)
+        shed_now = shed(workspace, position, THINKING_BLOCKS, REASON)
+        blocks += shed_now
+        dropped += bool(shed_now) and not workspace.alive(position)
     whole = f"; {dropped} message(s) held nothing else and went whole" if dropped else ""
     return f"dropped {blocks} thinking block(s) of earlier turns, oldest first{whole}"
 
@@ -61,7 +65,7 @@ def apply(workspace: Workspace) -> str:
 STRATEGY = StrategyInfo(
     name="drop_old_thinking",
     alias="DropOldThinking",
-    summary="remove the thinking of earlier turns (the APIs discard it; no model reads it again)",
+    summary="remove the thinking of earlier turns first (once compaction changes what came before it, the APIs discard or refuse it)",
     params=(),
     apply=apply,
 )
