@@ -124,7 +124,8 @@ def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None
     else:
         summary = validation_summary(transcript.path, sum(v.items for v in verdicts), provider.value, codes)
     if codes:
-        fix = "--repair drops calls without a result and results without a call; `compact validate --help` lists " \
+        fix = "--repair drops calls without a result and results without a call, and writes one-id tool_call_ids " \
+              "lists as tool_call_id; `compact validate --help` lists " \
               "the checks" if any(c in REPAIRABLE for c in codes) else "`compact validate --help` lists the checks"
         raise CheckFailed(summary, fix=fix)
     typer.echo(f"compact: {summary}", err=True)

@@ -64,6 +64,8 @@ PROBLEMS = [
         [U, calls("c1", "c2"), {"role": "tool", "tool_call_ids": ["c1", "c2"], "content": "x"}],
         [(1, "missing-result"), (1, "missing-result"), (2, "several-call-ids")],
     ),
+    ("openai", [U, calls("c1"), {"role": "tool", "tool_call_ids": ["c1"], "content": "x"}],
+     [(1, "missing-result"), (2, "call-ids-list")]),
     ("openai", [U, calls(""), result("", "x")], [(1, "empty-call-id"), (2, "missing-call")]),
     ("responses", [U, calls(""), result("", "x")], [(1, "empty-call-id")]),
 
@@ -160,8 +162,8 @@ def test_validate_prints_one_line_per_problem_and_exits_1(tmp_path: Path) -> Non
     ]
     assert run.stderr == (
         f"compact: error: {path}: 3 problems for openai: 2 missing-result, 1 result-not-adjacent "
-        "(--repair drops calls without a result and results without a call; `compact validate --help` "
-        "lists the checks)\n"
+        "(--repair drops calls without a result and results without a call, and writes one-id tool_call_ids "
+        "lists as tool_call_id; `compact validate --help` lists the checks)\n"
     )
 
 

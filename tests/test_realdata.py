@@ -131,3 +131,20 @@ def test_a_cut_shared_between_several_long_texts_still_fills_the_budget(
     report = compact_to_budget(realdata / name, budget, tmp_path)
     cut = [e for e in report["removed"] if e["action"] == "rewritten" and "middle" in e["reason"]]
     assert cut, report["actions"]
+
+
+def test_a_swe_agent_trajectory_is_made_valid_for_openai_by_repair(realdata: Path, tmp_path: Path) -> None:
+    """SWE-agent names the call a tool message answers in a one-id `tool_call_ids` list, which the
+    Chat Completions API does not take: validate says what to do, and --repair writes `tool_call_id`."""
+    path = realdata / CANONICAL[1]
+    check = invoke("validate", str(path), "--for", "openai")
+    assert check.exit_code == 1
+    assert "tool_call_ids list" in check.output and "--repair" in check.output
+    assert "several calls" not in check.output  # each list holds one id
+    out = tmp_path / "out.jsonl"
+    result = invoke(str(path), "--max-tokens", "4000", "--repair", "--check-for", "openai", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    tools = [m for m in written if m["role"] == "tool"]
+    assert tools and all("tool_call_ids" not in m and m["tool_call_id"] for m in tools)
+    assert invoke("validate", str(out), "--for", "openai").exit_code == 0

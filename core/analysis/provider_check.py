@@ -50,12 +50,14 @@ SCHEMAS = {
     RESPONSES: "provider-responses-input-item",
     ANTHROPIC: "provider-anthropic-message",
 }
-# The problems `compact --repair` fixes (it drops calls without a result and results without a call).
-REPAIRABLE = frozenset({"missing-result", "missing-call"})
+# The problems `compact --repair` fixes (it drops calls without a result and results without a call,
+# and writes a one-id tool_call_ids list as tool_call_id).
+REPAIRABLE = frozenset({"missing-result", "missing-call", "call-ids-list"})
 
 # The fix of each problem; {placeholders} are filled from the problem.
 FIXES = {
     "several-call-ids": "split it into one tool message per call, each with its tool_call_id",
+    "call-ids-list": "write the id as tool_call_id (compact --repair does)",
     "missing-tool-call-id": "add the id of the call it answers, or drop it",
     "result-before-call": "move it after the call",
     "missing-call": "drop it with compact --repair, or restore the message that made the call",
@@ -182,7 +184,10 @@ def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
         view.flagged.add(index)
         return
     if view.provider == OPENAI and role == "tool" and item.get("tool_call_id") is None:
-        if isinstance(item.get("tool_call_ids"), list):
+        ids = item.get("tool_call_ids")
+        if isinstance(ids, list) and len(ids) == 1:  # SWE-agent's shape
+            view.report(index, "call-ids-list", "tool message names its call in a tool_call_ids list")
+        elif isinstance(ids, list):
             view.report(index, "several-call-ids", "tool message answers several calls (tool_call_ids)")
         else:
             view.report(index, "missing-tool-call-id", "tool message has no tool_call_id")

@@ -331,8 +331,8 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     if workspace.live_tokens >= aim:
         return
     # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
-    # thinking behind a change is discarded or refused by the APIs.
-    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking", "thinking_after_change"}
+    # thinking behind a change is discarded or refused by the APIs; a repair is what the API takes.
+    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking", "thinking_after_change", "repair"}
     workspace.begin("give_back", 0)
     cut_one = False
     for position in range(len(workspace.messages) - 1, -1, -1):
@@ -394,7 +394,8 @@ def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window:
 
 
 def _repair(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """--repair: drop results without a call and calls without a result that the input already had."""
+    """--repair: drop results without a call and calls without a result that the input already had, and
+    write a tool message's one-id ``tool_call_ids`` list (SWE-agent) as the ``tool_call_id`` the API takes."""
     structure = workspace.structure
     workspace.begin("repair", 0)
     for position in structure.orphan_results:
@@ -417,7 +418,15 @@ def _repair(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         else:
             data.pop("tool_calls", None)
         workspace.rewrite(position, data, reason)
-    outcome = workspace.end("dropped orphan calls and results the input already had")
+    for position, message in enumerate(workspace.messages):
+        listed = message.data.get("tool_call_ids") if message.role == "tool" else None
+        if isinstance(listed, list) and len(listed) == 1 and "tool_call_id" not in message.data \
+                and workspace.alive(position) and not workspace.pinned(position):
+            # SWE-agent's one-id list: the chat API takes the call's id only as tool_call_id.
+            data = {key: value for key, value in message.data.items() if key != "tool_call_ids"}
+            workspace.rewrite(position, {**data, "tool_call_id": listed[0]}, "tool_call_ids list written as tool_call_id")
+    outcome = workspace.end("dropped orphan calls and results the input already had; wrote one-id "
+                            "tool_call_ids lists as tool_call_id")
     if outcome.acted:
         actions.append(_action("repair", 0, outcome))
 
