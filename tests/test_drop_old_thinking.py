@@ -65,7 +65,7 @@ def test_once_the_oldest_thinking_goes_the_thinking_after_it_goes_too(tmp_path: 
 
 
 @pytest.mark.parametrize(("model", "kept"), [("claude-opus-5-5", []), ("claude-fable-5-1-20260901", []),
-                                             ("claude-opus-4-5", ["sig-3"])])
+                                             ("anthropic/claude-opus-5.5", []), ("claude-opus-4-5", ["sig-3"])])
 def test_the_current_turns_thinking_goes_after_a_change_for_a_model_that_checks_its_prefix(
         model: str, kept: list[str], tmp_path: Path) -> None:
     """The tool-use loop in progress: a model that checks a thinking block's prefix would refuse its
@@ -129,3 +129,32 @@ def test_a_finished_turns_thinking_goes_after_a_change_whatever_the_model(tmp_pa
     assert result.exit_code == 0, result.output
     assert thoughts(result.stdout) == []
     assert "Fixed: add() adds." in result.stdout and "pytest -q" in result.stdout
+
+
+def test_a_repair_alone_is_a_change_the_thinking_after_it_cannot_survive(tmp_path: Path) -> None:
+    """Under the budget nothing is compacted, but --repair drops an unanswered call: every thinking
+    block after it is bound to a conversation that no longer exists."""
+    path = session(tmp_path)
+    lines = path.read_text().splitlines()
+    orphan = {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                               {"type": "tool_use", "id": "toolu_0", "name": "Glob", "input": {"pattern": "*"}}]}
+    lines[2:2] = [json.dumps(orphan), json.dumps({"role": "user", "content": "go on"})]
+    path.write_text("\n".join(lines) + "\n")
+    result, report = invoke_with_report(str(path), "--max-tokens", str(total_tokens(path) + 100), "--repair",
+                                        "--model", "claude-opus-5-5", tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert [a["strategy"] for a in report["actions"]] == ["repair", "thinking_after_change"]
+    assert thoughts(result.stdout) == []
+
+
+def test_the_graph_rendered_in_is_a_change_the_thinking_after_it_cannot_survive(tmp_path: Path) -> None:
+    """--graph puts its message after the system message: for a model that checks, every thinking block
+    after it is bound to a conversation without it, even when nothing had to be compacted."""
+    path = session(tmp_path)
+    graph = Path(__file__).parent / "fixtures" / "graph" / "warnings.json"
+    result, report = invoke_with_report(str(path), "--max-tokens", str(total_tokens(path) + 100), "--graph", str(graph),
+                                        "--model", "claude-opus-5-5", tmp_path=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "CUCA graph memory" in result.stdout
+    assert thoughts(result.stdout) == []
+    assert [a["strategy"] for a in report["actions"]] == ["thinking_after_change"]

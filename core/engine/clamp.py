@@ -50,7 +50,7 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
         over = counter.count_text(clamped) - max_tokens
         if over <= 0:
             return clamped
-        keep -= max(2, keep // 50, over)
+        keep -= max(2, keep // 1000, over)  # (a long text: a thousandth at a time, not a fiftieth)
     return None  # the limit is below the marker's own size: leave the text as it is
 
 
@@ -162,21 +162,34 @@ def cut_to(message: Message, most_tokens: int, counter: MessageCounter) -> dict[
     cut so that it takes at most ``most_tokens``, keeping as much of each as fits; None when no
     cut gets it there.
 
-    One cap for every text, found by bisection: a message whose tokens are spread over several
-    texts (an edit's old and new strings) shares the cut between them instead of needing one
-    text long enough to take it all.
+    One cap for every text: a message whose tokens are spread over several texts (an edit's old
+    and new strings) shares the cut between them instead of needing one text long enough to take
+    it all. Each try moves the cap by what it missed, shared among the texts it cut (one or two
+    tries for one long text), within bounds that halve like a bisection's when that overshoots.
     """
     if message.tokens <= most_tokens:
         return None
     best: dict[str, Any] | None = None
+    best_tokens = -1
+    close_enough = max(8, most_tokens // 200)
     low, high = MIN_PART_TOKENS, most_tokens  # (no one text can keep more than the whole message may)
+    cap = most_tokens - 16  # one long text takes about all the room
     while low <= high:
-        cap = (low + high) // 2
-        data, _ = clamp_message(message.data, cap, counter)
+        if not low <= cap <= high:
+            cap = (low + high) // 2
+        data, parts = clamp_message(message.data, cap, counter)
         if data is None:  # no text is over this cap
             high = cap - 1
-        elif counter.count_message(message.rewritten(data)).tokens <= most_tokens:
-            best, low = data, cap + 1  # fits: try keeping more of each text
+            continue
+        tokens = counter.count_message(message.rewritten(data)).tokens
+        if tokens <= most_tokens:
+            if tokens > best_tokens:
+                best, best_tokens = data, tokens
+            if most_tokens - tokens <= close_enough:
+                break
+            low = cap + 1
+            cap += max(1, (most_tokens - tokens) // parts)
         else:
             high = cap - 1
+            cap -= -(-(tokens - most_tokens) // parts) + 2
     return best

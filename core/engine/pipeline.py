@@ -117,13 +117,21 @@ def compact(
         _repair(workspace, actions)
 
     triggered = budget.over(workspace.live_messages, workspace.live_tokens)
+    # Where rendering the graph in will change the conversation (after the first system message):
+    # thinking after it is bound to a conversation that no longer exists either.
+    graph_at = None
+    if graph_step is not None and not config.seed_semantics and any(_has_thinking(m) for m in workspace.messages):
+        graph_at = _graph_change_at(graph_step, workspace.messages, counter)
     skipped: dict[str, str] = {}
     errors: list[str] = []
     passes = 0
     if mode == FULL or triggered:
         passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
-        for step in _closing_steps(config, mode, turn_boundary):
+        for step in _closing_steps(config, mode, turn_boundary, graph_at):
             _guarded(step, workspace, actions, errors)
+    elif (actions or graph_at is not None) and not config.seed_semantics:  # a repair or the graph changed it
+        # (nothing is compacted: only what would be refused goes, not the reasoning OpenAI drops itself)
+        _guarded(_thinking_step(config, graph_at, earlier=SIGNED_THINKING), workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -198,7 +206,7 @@ def _task_pin_tokens(budget: Budget) -> int | None:
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
-def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool) -> list[ClosingStep]:
+def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_at: int | None = None) -> list[ClosingStep]:
     """What runs after the strategies: the last resort for pins over the budget, the turn boundary,
     and giving back what later steps made room for (the seed preset has only the boundary, and only
     where the provider needs it)."""
@@ -209,8 +217,7 @@ def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool) -> list
     if turn_boundary or default:
         steps.append(_open_at_turn_boundary)
     if default:
-        # (before give_back: the room it frees is filled with what the run had to rewrite)
-        steps.append(functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(config.model)))
+        steps.append(_thinking_step(config, graph_at))  # (before give_back, which fills the room it frees)
     if mode == BUDGET and default:
         steps.append(_give_back)
     return steps
@@ -222,7 +229,8 @@ def _guarded(step: ClosingStep, workspace: Workspace,
     try:
         step(workspace, actions)
     except Exception as exc:  # noqa: BLE001  a failed closing step is recorded, never fatal
-        workspace.rollback()
+        if workspace.step_open:  # (failing before its begin(), it changed nothing: the last step stays)
+            workspace.rollback()
         errors.append(f"{workspace.strategy}: {exc}")
 
 
@@ -289,10 +297,34 @@ BOUND_REASON = ("thinking after a change earlier in the conversation: it is boun
 
 
 def checks_thinking_prefix(model: str | None) -> bool:
-    return model is not None and model.lower().startswith(PREFIX_CHECKING_MODELS)
+    """Whether ``model`` is one of PREFIX_CHECKING_MODELS, however named: ``claude-opus-5.5``,
+    ``anthropic/claude-opus-5-5``, Bedrock's ``us.anthropic.claude-opus-5-5-…``."""
+    if model is None:
+        return False
+    name = model.lower().rsplit("/", 1)[-1].replace(".", "-")
+    return name[name.find("claude-"):].startswith(PREFIX_CHECKING_MODELS) if "claude-" in name else False
 
 
-def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], *, checks_prefix: bool) -> None:
+def _thinking_step(config: MemoryConfig, graph_at: int | None, earlier: frozenset[str] = THINKING_BLOCKS) -> ClosingStep:
+    return functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(config.model),
+                             graph_at=graph_at, earlier=earlier)
+
+
+def _has_thinking(message: Message) -> bool:
+    content = message.data.get("content")
+    return message.role == "assistant" and isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in THINKING_BLOCKS for part in content)
+
+
+def _graph_change_at(graph_step: GraphStep, messages: list[Message], counter: MessageCounter) -> int | None:
+    """The position at which rendering the graph in will change ``messages``; None if it will not."""
+    rendered, _ = graph_step(list(messages), counter)
+    prefix = unchanged_prefix(messages, rendered)
+    return None if prefix == len(messages) == len(rendered) else prefix
+
+
+def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], *, checks_prefix: bool,
+                           graph_at: int | None = None, earlier: frozenset[str] = THINKING_BLOCKS) -> None:
     """Thinking the run left behind its first change goes: a thinking block is bound to everything
     before it, and once that changed, models with preserved thinking refuse the request (400,
     "bound to a different conversation") or drop the block. Older models discard a finished turn's
@@ -300,6 +332,10 @@ def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], 
     the transcript ends inside a loop (with a call or its result) its turn keeps its thinking, unless
     ``--model`` names a model known to check."""
     first = workspace.first_change()
+    if first is not None and workspace.rewritten_in_place(first):
+        first += 1  # its own thinking comes first in it, before what changed (the rewrites leave thinking be)
+    if graph_at is not None:  # (before the first system message's end: it never moves)
+        first = graph_at if first is None else min(first, graph_at)
     if first is None:
         return
     messages = workspace.messages
@@ -312,7 +348,7 @@ def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], 
     workspace.begin("thinking_after_change", 0)
     for position in range(first, end):
         if not workspace.pinned(position):
-            shed(workspace, position, THINKING_BLOCKS if position < current else SIGNED_THINKING, BOUND_REASON)
+            shed(workspace, position, earlier if position < current else SIGNED_THINKING, BOUND_REASON)
     outcome = workspace.end("removed the thinking behind the run's first change: models with preserved "
                             "thinking refuse it")
     if outcome.acted:
@@ -360,8 +396,8 @@ def _give_back_in_part(workspace: Workspace, position: int, original: Message, a
     if room < GIVE_BACK_MIN_TOKENS:
         return False
     data = cut_to(original, current.tokens + room, workspace.counter)
-    if data is None:
-        return False
+    if data is None or workspace.counter.count_message(original.rewritten(data)).tokens <= current.tokens:
+        return False  # (no cut that fits keeps more than the message holds now)
     workspace.restore(position, original, data, "given back in part: its middle cut to fit the room later steps made")
     return True
 

@@ -81,6 +81,7 @@ class Workspace:
         # Set by the pipeline before each step: messages before this position cannot stay within the
         # token budget whatever is rewritten, and a later step keeps only the newest that fit.
         self.must_go_before = 0
+        self.step_open = False  # between begin() and end() or rollback()
         self._rewritten_in_step: dict[int, dict[str, Any]] = {}
         self.source = source
         self.budget = budget
@@ -111,11 +112,16 @@ class Workspace:
     def alive(self, position: int) -> bool:
         return position not in self.removed
 
+    def rewritten_in_place(self, position: int) -> bool:
+        """Whether the message at ``position`` is the input's message at that position, rewritten."""
+        message = self.messages[position]
+        return position < len(self._input) and bool(message.extra) and message.extra.get(_INPUT_MESSAGE) is self._input[position]
+
     def first_change(self) -> int | None:
         """The position of the first message that differs from the input (rewritten, added, or the
-        first after a removal); None when the messages are the input's."""
+        first after a removal); None when the messages are the input's, or only lost some at the end."""
         prefix = unchanged_prefix(self._input, self.messages)
-        return None if prefix == len(self.messages) == len(self._input) else prefix
+        return None if prefix >= len(self.messages) else prefix  # (a change only after the end: none to see)
 
     def pinned(self, position: int) -> bool:
         return self.structure.pinned[position]
@@ -166,6 +172,7 @@ class Workspace:
     # -- one strategy step ----------------------------------------------------
 
     def begin(self, strategy: str, pass_number: int) -> None:
+        self.step_open = True
         self.strategy = strategy
         self.pass_number = pass_number
         self._outcome = StepOutcome()
@@ -183,6 +190,7 @@ class Workspace:
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
+        self.step_open = False
         undone = {id(e) for e in self.ledger[self._ledger_mark :]}
         del self.ledger[self._ledger_mark :]
         for entries in self._rewrites.values():
@@ -203,6 +211,7 @@ class Workspace:
         With a store, everything this step removed or rewrote is offloaded first, in one
         transaction; if that fails the error propagates and the caller rolls the step back.
         """
+        self.step_open = False
         outcome = self._outcome
         outcome.detail = detail
         if self.seams.store is not None:  # also writes the summaries the step cached
