@@ -211,7 +211,6 @@ class Workspace:
         With a store, everything this step removed or rewrote is offloaded first, in one
         transaction; if that fails the error propagates and the caller rolls the step back.
         """
-        self.step_open = False
         outcome = self._outcome
         outcome.detail = detail
         if self.seams.store is not None:  # also writes the summaries the step cached
@@ -225,6 +224,7 @@ class Workspace:
                     survivors.append(message)
             survivors.extend(self._inserted.get(len(self.messages), ()))
             self._set_messages(survivors)
+        self.step_open = False  # (not before: a store refusing the offload above leaves it to roll back)
         return outcome
 
     def insert(self, position: int, message: Message, *, pin: bool = True) -> Message:
