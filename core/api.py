@@ -280,6 +280,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
         transcript.messages, config, counter, encoder=choice, mode=options.mode, repair=options.repair,
         seams=seams, graph_step=step, source=transcript.path, skipped_lines=transcript.skipped_lines,
         turn_boundary=bool({transcript.format, options.target_format} & formats.USER_FIRST),
+        recorded_model=formats.recorded_model(transcript),
     )
     target = options.target_format or transcript.format
     losses: list[dict[str, Any]] = []

@@ -158,3 +158,22 @@ def test_the_graph_rendered_in_is_a_change_the_thinking_after_it_cannot_survive(
     assert "CUCA graph memory" in result.stdout
     assert thoughts(result.stdout) == []
     assert [a["strategy"] for a in report["actions"]] == ["thinking_after_change"]
+
+
+@pytest.mark.parametrize(("recorded", "kept"), [("claude-opus-4-5-20251101", True), ("claude-opus-5-5", False)])
+def test_a_claude_code_session_says_which_model_it_runs_on(recorded: str, kept: bool, realdata: Path,
+                                                           tmp_path: Path) -> None:
+    """Without --model, the model the session records for its newest reply decides the current
+    turn's thinking: the real cctrace session, cut inside a tool-use loop, runs on Opus 4.5 (it
+    keeps its loop's thinking); the same session recorded as Opus 5.5 loses it."""
+    lines = (realdata / CLAUDE_CODE).read_text().splitlines()[:202]  # line 202: a tool result
+    prefix = tmp_path / "prefix.jsonl"
+    prefix.write_text("\n".join(line.replace("claude-opus-4-5-20251101", recorded) for line in lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    invoke_with_report(str(prefix), "--max-tokens", "20000", "--repair", "-o", str(out), tmp_path=tmp_path)
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    users = [i for i, e in enumerate(written) if e.get("type") == "user" and isinstance(e["message"]["content"], str)]
+    thinking = [i for i, e in enumerate(written) if e.get("type") == "assistant"
+                and any(b.get("type") == "thinking" for b in e["message"]["content"] if isinstance(b, dict))]
+    assert all(i > users[-1] for i in thinking)  # never an earlier turn's
+    assert bool(thinking) == kept

@@ -94,11 +94,13 @@ def compact(
     source: str = "<stdin>",
     skipped_lines: Sequence[dict[str, Any]] = (),
     turn_boundary: bool = False,
+    recorded_model: str | None = None,
 ) -> CompactionResult:
     """Compact ``messages`` as ``config`` says; pure apart from the counter's cache.
 
     ``turn_boundary``: the provider needs the kept window to open with a user message (Anthropic,
-    Claude Code); the default preset keeps that rule for every format.
+    Claude Code); the default preset keeps that rule for every format. ``recorded_model``: the model
+    the transcript says wrote its newest reply, when ``config`` names none.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
@@ -117,6 +119,7 @@ def compact(
         _repair(workspace, actions)
 
     triggered = budget.over(workspace.live_messages, workspace.live_tokens)
+    model = config.model or recorded_model  # (the model the output goes to: its thinking rules)
     # Where rendering the graph in will change the conversation (after the first system message):
     # thinking after it is bound to a conversation that no longer exists either.
     graph_at = None
@@ -127,11 +130,11 @@ def compact(
     passes = 0
     if mode == FULL or triggered:
         passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
-        for step in _closing_steps(config, mode, turn_boundary, graph_at):
+        for step in _closing_steps(config, mode, turn_boundary, graph_at, model):
             _guarded(step, workspace, actions, errors)
     elif (actions or graph_at is not None) and not config.seed_semantics:  # a repair or the graph changed it
         # (nothing is compacted: only what would be refused goes, not the reasoning OpenAI drops itself)
-        _guarded(_thinking_step(config, graph_at, earlier=SIGNED_THINKING), workspace, actions, errors)
+        _guarded(_thinking_step(model, graph_at, earlier=SIGNED_THINKING), workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -206,7 +209,8 @@ def _task_pin_tokens(budget: Budget) -> int | None:
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
-def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_at: int | None = None) -> list[ClosingStep]:
+def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_at: int | None = None,
+                   model: str | None = None) -> list[ClosingStep]:
     """What runs after the strategies: the last resort for pins over the budget, the turn boundary,
     and giving back what later steps made room for (the seed preset has only the boundary, and only
     where the provider needs it)."""
@@ -217,7 +221,7 @@ def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_a
     if turn_boundary or default:
         steps.append(_open_at_turn_boundary)
     if default:
-        steps.append(_thinking_step(config, graph_at))  # (before give_back, which fills the room it frees)
+        steps.append(_thinking_step(model, graph_at))  # (before give_back, which fills the room it frees)
     if mode == BUDGET and default:
         steps.append(_give_back)
     return steps
@@ -305,8 +309,8 @@ def checks_thinking_prefix(model: str | None) -> bool:
     return name[name.find("claude-"):].startswith(PREFIX_CHECKING_MODELS) if "claude-" in name else False
 
 
-def _thinking_step(config: MemoryConfig, graph_at: int | None, earlier: frozenset[str] = THINKING_BLOCKS) -> ClosingStep:
-    return functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(config.model),
+def _thinking_step(model: str | None, graph_at: int | None, earlier: frozenset[str] = THINKING_BLOCKS) -> ClosingStep:
+    return functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(model),
                              graph_at=graph_at, earlier=earlier)
 
 

@@ -46,9 +46,23 @@ from core.io.rawinput import STDIN, array_lines, document_line, parse_array, spl
 
 # Formats whose provider refuses a conversation that does not open with a user message.
 USER_FIRST = frozenset({"anthropic", "claude-code"})
+# Formats whose assistant lines record the model that wrote them (in ``message.model``).
+MODEL_RECORDED = frozenset({"claude-code", "pi"})
+
+
+def recorded_model(decoded: Decoded) -> str | None:
+    """The model a Claude Code or pi session records for its newest reply (None elsewhere)."""
+    if decoded.format not in MODEL_RECORDED:
+        return None
+    for line in reversed(decoded.lines):
+        message = line.data.get("message") if line.data is not None else None
+        model = message.get("model") if isinstance(message, dict) and message.get("role") == "assistant" else None
+        if isinstance(model, str) and model != "<synthetic>":  # (Claude Code's own lines say "<synthetic>")
+            return model
+    return None
 
 __all__ = [
     "DATASET", "OPENAI", "SHAREGPT", "STDIN", "USER_FIRST", "Codec", "Decoded", "Line", "Losses", "array_lines",
     "codecs", "convert", "detect", "document_line", "get", "known_formats", "names", "number", "parse_array",
-    "read", "read_one", "search", "serialise_lines", "sniff", "split_lines", "write",
+    "read", "read_one", "recorded_model", "search", "serialise_lines", "sniff", "split_lines", "write",
 ]
