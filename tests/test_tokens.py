@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -158,3 +159,14 @@ def test_unwritable_cache_is_not_fatal(tmp_path: Path) -> None:
     assert cache.error is not None
     counter, _ = load_counter("cl100k_base")
     assert MessageCounter(counter, cache=cache).count_text("a" * 600) > 0
+
+
+@pytest.mark.parametrize(("model", "window"), [("claude-sonnet-5-5", 1_000_000), ("claude-opus-4-6-20260205", 1_000_000),
+                                               ("claude-fable-5-1", 1_000_000), ("claude-opus-4-5-20251101", 200_000)])
+def test_claude_models_have_their_windows(model: str, window: int, samples: Path) -> None:
+    """Claude's 5 family and Opus 4.6-4.8 / Sonnet 4.6 run 1M-token windows; Opus 4.5 keeps 200k."""
+    result = invoke("count", str(samples / "short_chat.jsonl"), "--model", model, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "unknown model" not in result.output
+    usage = json.loads(result.stdout)
+    assert usage["before"]["window_fraction"] == round(usage["before"]["tokens"] / window, 4)

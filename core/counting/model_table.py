@@ -40,7 +40,17 @@ def _rows() -> dict[str, ModelInfo]:
         ("gpt-3.5-turbo", 16_385, "cl100k_base"),
     ]
     approximate = [
-        ("claude-opus-5", 1_000_000),  # Opus 5 and 5.5 (Anthropic, "What's new in Claude Opus 5")
+        # 1M natively (Anthropic's models overview and context-windows pages, 2026): the 5 family,
+        # and Opus 4.6-4.8 and Sonnet 4.6; the other 4.x models keep 200k.
+        ("claude-fable-5", 1_000_000),
+        ("claude-mythos-5", 1_000_000),
+        ("claude-opus-5", 1_000_000),
+        ("claude-sonnet-5", 1_000_000),
+        ("claude-haiku-5", 1_000_000),
+        ("claude-opus-4-6", 1_000_000),
+        ("claude-opus-4-7", 1_000_000),
+        ("claude-opus-4-8", 1_000_000),
+        ("claude-sonnet-4-6", 1_000_000),
         ("claude-opus-4", 200_000),
         ("claude-sonnet-4", 200_000),
         ("claude-haiku-4", 200_000),
