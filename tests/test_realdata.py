@@ -121,6 +121,9 @@ def test_a_prefix_whose_newest_swallowed_exchanges_are_large_still_fills_its_bud
     ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", 4895),
     # Claude Code: the cleared result is a subagent's report in two text parts.
     ("claude-code/claude-reliability-python-to-rust-port.jsonl", 11129),
+    # The span the summary must take is one exchange (three write_file calls and their results):
+    # cut, it fills the budget; summarized, the run ended at 89%.
+    ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", 6200),
 ])
 def test_a_cut_shared_between_several_long_texts_still_fills_the_budget(
         name: str, budget: int, realdata: Path, tmp_path: Path) -> None:

@@ -243,10 +243,12 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     remaining = list(removable)
     while after < (FILL_SHARE + AIM_SHARE) / 2 * limit:  # not yet close enough to the aim
         newest = set(workspace.removal_set([remaining[-1]]) or ()) & set(remaining)
-        if not newest or len(newest) == len(remaining):
-            break  # the summary always takes something
+        whole = len(newest) == len(remaining)  # the span's last exchange
+        if not newest or whole and kept:
+            break  # the summary takes the rest
         extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
-        cut = after + extra - int(AIM_SHARE * limit)
+        # A span of one exchange: cut, it needs no summary beside it.
+        cut = after + extra - int(AIM_SHARE * limit) - (summary_tokens if whole else 0)
         if cut > 0 and not _cut_to_fit(workspace, newest, cut):
             break
         kept |= newest
@@ -450,6 +452,8 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         kept = _keep_newest_partly(workspace, removable, composed.tokens)
         if kept:
             removable = [p for p in removable if p not in kept]
+            if not removable:
+                return f"kept the span's only exchange ({len(kept)} messages) with its middle cut instead"
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
     span_tokens = sum(workspace.messages[p].tokens for p in removable)
     if composed.previous_at is not None:
