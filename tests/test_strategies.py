@@ -570,12 +570,12 @@ def test_a_free_form_tool_input_is_clamped_as_text() -> None:
 def test_a_closing_step_that_fails_before_it_begins_leaves_the_steps_before_it_alone(monkeypatch: Any) -> None:
     """A closing step is rolled back when it fails; one that fails before beginning changed nothing,
     and rolling back then undid the step before it (the window kept 2 messages of a 1-message budget)."""
-    from core.engine import pipeline
+    from core.engine import bound_thinking
 
     def broken(*_: Any, **__: Any) -> None:
         raise RuntimeError("broken before it began")
 
-    monkeypatch.setattr(pipeline, "_thinking_after_change", broken)
+    monkeypatch.setattr(bound_thinking, "thinking_after_change", broken)
     out = run_core([msg("user", "alpha"), msg("assistant", "alpha")], max_messages=1)
     assert len(out.messages) == 1
     assert "broken before it began" in out.report["last_error"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +10,7 @@ from core import strategies
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
+from core.engine import bound_thinking
 from core.engine.budget import AIM_SHARE, Budget
 from core.engine.clamp import clamp_content, cut_to
 from core.engine.seams import Seams
@@ -24,10 +24,9 @@ from core.messages import (
     is_summary,
     is_user_message,
     starts_with_marker,
-    tool_calls,
 )
 from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
-from core.strategies.drop_old_thinking import THINKING_BLOCKS, shed
+from core.strategies.drop_old_thinking import THINKING_BLOCKS
 
 # The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
 # still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
@@ -123,7 +122,7 @@ def compact(
     # Where rendering the graph in will change the conversation (after the first system message):
     # thinking after it is bound to a conversation that no longer exists either.
     graph_at = None
-    if graph_step is not None and not config.seed_semantics and any(_has_thinking(m) for m in workspace.messages):
+    if graph_step is not None and not config.seed_semantics and any(bound_thinking.has_thinking(m) for m in workspace.messages):
         graph_at = _graph_change_at(graph_step, workspace.messages, counter)
     skipped: dict[str, str] = {}
     errors: list[str] = []
@@ -134,7 +133,7 @@ def compact(
             _guarded(step, workspace, actions, errors)
     elif (actions or graph_at is not None) and not config.seed_semantics:  # a repair or the graph changed it
         # (nothing is compacted: only what would be refused goes, not the reasoning OpenAI drops itself)
-        _guarded(_thinking_step(model, graph_at, earlier=SIGNED_THINKING), workspace, actions, errors)
+        _guarded(_thinking_step(model, graph_at, earlier=bound_thinking.SIGNED_THINKING), workspace, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -290,34 +289,16 @@ def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) 
         actions.append(_action("turn_boundary", 0, outcome))
 
 
-# Claude models that check a thinking block's prefix (Anthropic, "Preserved thinking"): a block
-# sent back after anything before it changed is refused (400) or dropped, the current turn's too.
-PREFIX_CHECKING_MODELS = ("claude-fable-5-1", "claude-fable-5-2", "claude-mythos-5-1", "claude-mythos-5-2",
-                          "claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5")
-# Anthropic's signed blocks; the current turn keeps OpenAI's reasoning (newer models drop it, without error).
-SIGNED_THINKING = frozenset({"thinking", "redacted_thinking"})
-BOUND_REASON = ("thinking after a change earlier in the conversation: it is bound to what came before it, "
-                "so models with preserved thinking refuse it")
-
-
-def checks_thinking_prefix(model: str | None) -> bool:
-    """Whether ``model`` is one of PREFIX_CHECKING_MODELS, however named: ``claude-opus-5.5``,
-    ``anthropic/claude-opus-5-5``, Bedrock's ``us.anthropic.claude-opus-5-5-…``."""
-    if model is None:
-        return False
-    name = model.lower().rsplit("/", 1)[-1].replace(".", "-")
-    return name[name.find("claude-"):].startswith(PREFIX_CHECKING_MODELS) if "claude-" in name else False
-
-
 def _thinking_step(model: str | None, graph_at: int | None, earlier: frozenset[str] = THINKING_BLOCKS) -> ClosingStep:
-    return functools.partial(_thinking_after_change, checks_prefix=checks_thinking_prefix(model),
-                             graph_at=graph_at, earlier=earlier)
+    checks = bound_thinking.model_checks_prefix(model)
 
+    def step(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
+        outcome = bound_thinking.thinking_after_change(workspace, checks_prefix=checks, graph_at=graph_at,
+                                                       earlier=earlier)
+        if outcome is not None and outcome.acted:
+            actions.append(_action("thinking_after_change", 0, outcome))
 
-def _has_thinking(message: Message) -> bool:
-    content = message.data.get("content")
-    return message.role == "assistant" and isinstance(content, list) and any(
-        isinstance(part, dict) and part.get("type") in THINKING_BLOCKS for part in content)
+    return step
 
 
 def _graph_change_at(graph_step: GraphStep, messages: list[Message], counter: MessageCounter) -> int | None:
@@ -325,38 +306,6 @@ def _graph_change_at(graph_step: GraphStep, messages: list[Message], counter: Me
     rendered, _ = graph_step(list(messages), counter)
     prefix = unchanged_prefix(messages, rendered)
     return None if prefix == len(messages) == len(rendered) else prefix
-
-
-def _thinking_after_change(workspace: Workspace, actions: list[dict[str, Any]], *, checks_prefix: bool,
-                           graph_at: int | None = None, earlier: frozenset[str] = THINKING_BLOCKS) -> None:
-    """Thinking the run left behind its first change goes: a thinking block is bound to everything
-    before it, and once that changed, models with preserved thinking refuse the request (400,
-    "bound to a different conversation") or drop the block. Older models discard a finished turn's
-    thinking anyway, but one continuing a tool-use loop with thinking on needs the loop's: so when
-    the transcript ends inside a loop (with a call or its result) its turn keeps its thinking, unless
-    ``--model`` names a model known to check."""
-    first = workspace.first_change()
-    if first is not None and workspace.rewritten_in_place(first):
-        first += 1  # its own thinking comes first in it, before what changed (the rewrites leave thinking be)
-    if graph_at is not None:  # (before the first system message's end: it never moves)
-        first = graph_at if first is None else min(first, graph_at)
-    if first is None:
-        return
-    messages = workspace.messages
-    current = workspace.structure.current_turn_start or 0  # no user message: all is the current turn
-    counted = workspace.structure.counted
-    last = next((p for p in range(len(messages) - 1, -1, -1) if counted[p] and messages[p].role not in SYSTEM_ROLES),
-                None)
-    in_loop = last is not None and (messages[last].role in ("tool", "function") or bool(tool_calls(messages[last].data)))
-    end = current if in_loop and not checks_prefix else len(messages)
-    workspace.begin("thinking_after_change", 0)
-    for position in range(first, end):
-        if not workspace.pinned(position):
-            shed(workspace, position, earlier if position < current else SIGNED_THINKING, BOUND_REASON)
-    outcome = workspace.end("removed the thinking behind the run's first change: models with preserved "
-                            "thinking refuse it")
-    if outcome.acted:
-        actions.append(_action("thinking_after_change", 0, outcome))
 
 
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
