@@ -579,3 +579,31 @@ def test_a_closing_step_that_fails_before_it_begins_leaves_the_steps_before_it_a
     out = run_core([msg("user", "alpha"), msg("assistant", "alpha")], max_messages=1)
     assert len(out.messages) == 1
     assert "broken before it began" in out.report["last_error"]
+
+
+def test_a_give_back_rolled_back_leaves_the_ledger_as_it_was() -> None:
+    """A store that refuses give_back's offload rolls the step back: the message stays cleared, so the
+    ledger line that says so must stay too (giving back had deleted it)."""
+    from core.counting.counter import MessageCounter
+    from core.engine.budget import Budget
+    from core.engine.workspace import Workspace
+    from core.messages import Message
+    from tests.helpers import shared_counter
+
+    counter = MessageCounter(shared_counter()[0])
+    texts = [("user", "the task"), ("assistant", "word " * 400), ("user", "go on")]
+    messages = counter.count_messages([Message({"role": r, "content": c}, line=n) for n, (r, c) in enumerate(texts, 1)])
+    budget = Budget.resolve(max_messages=None, max_tokens=10_000, max_fraction=None, window=128_000, window_resolved=False)
+    workspace = Workspace(messages, budget=budget, counter=counter)
+    workspace.begin("clear_tool_results", 1)
+    workspace.rewrite(1, {"role": "assistant", "content": "[compact: cleared]"}, "cleared")
+    workspace.end()
+    cleared = list(workspace.ledger)
+    workspace.begin("give_back", 0)
+    original = workspace.restorable(1)
+    assert original is not None
+    workspace.restore(1, original)
+    workspace.rollback()
+    assert workspace.messages[1].data["content"] == "[compact: cleared]"
+    assert workspace.ledger == cleared
+    assert workspace.rewritten_by(original) == {"clear_tool_results"}

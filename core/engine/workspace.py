@@ -92,6 +92,8 @@ class Workspace:
         # The ledger's rewrite entries by the input message they describe (by identity: messages
         # decoded from one line, a Gemini chat's or a Claude Code line's results, share its number).
         self._rewrites: dict[int, list[dict[str, Any]]] = {}
+        self._ledger_before: list[dict[str, Any]] = []
+        self._rewrites_before: list[tuple[int, list[dict[str, Any]]]] = []
         self.strategy = ""
         self.pass_number = 0
         self._set_messages(list(messages))
@@ -184,15 +186,19 @@ class Workspace:
         self._snapshot = list(self.messages)
         self._own_snapshot = set(self.own)
         self._rewritten_in_step = {}
-        self._ledger_mark = len(self.ledger)
+        self._ledger_before = list(self.ledger)  # (restore() deletes earlier lines: a rollback puts them back)
+        self._rewrites_before = []
         if self.seams.store is not None:
             self.seams.store.begin_step()  # its summary-cache writes land with the step or not at all
 
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         self.step_open = False
-        undone = {id(e) for e in self.ledger[self._ledger_mark :]}
-        del self.ledger[self._ledger_mark :]
+        kept = {id(e) for e in self._ledger_before}
+        undone = {id(e) for e in self.ledger if id(e) not in kept}
+        self.ledger[:] = self._ledger_before
+        for key, entries in reversed(self._rewrites_before):  # (the first pop of a key is what it held)
+            self._rewrites[key] = entries
         for entries in self._rewrites.values():
             entries[:] = [e for e in entries if id(e) not in undone]
         self.own = self._own_snapshot
@@ -313,7 +319,9 @@ class Workspace:
         added = original.tokens - message.tokens
         if self.structure.counted[position]:
             self.live_tokens += added
-        gone = {id(e) for e in self._rewrites.pop(id(original), ()) if e["action"] == "rewritten"}
+        popped = self._rewrites.pop(id(original), [])
+        self._rewrites_before.append((id(original), popped))
+        gone = {id(e) for e in popped if e["action"] == "rewritten"}
         self.ledger[:] = [e for e in self.ledger if id(e) not in gone]
         self._outcome.tokens_saved -= added
         if data is None:
