@@ -62,6 +62,7 @@ def run(
     options = flags.options(dry_run=dry_run)
     _check_destinations(file, output, in_place, report, dry_run=dry_run, converting=flags.target_format is not None)
     config = settings.build()
+    _check_distinct(file, output=output, report=report, store=config.store, graph_out=flags.graph_out)
     from cli.output import count_progress, stderr_console
 
     console = None if quiet else stderr_console(table)
@@ -116,6 +117,19 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
                 raise ConfigError(f"{name} names the input file {file}", fix="use --in-place to rewrite the input")
     if report == "-" and output is None and not in_place and not dry_run:
         raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
+
+
+def _check_distinct(file: str, **outputs: Any) -> None:
+    """Each output its own file, none of them the input: two naming one file destroyed one of them."""
+    from core.io.staged import same_file
+
+    named = [(f"--{name.replace('_', '-')}", str(path)) for name, path in outputs.items() if path not in (None, "-")]
+    if file != "-":
+        named.insert(0, ("the input", file))
+    for index, (first, path) in enumerate(named):
+        for second, other in named[index + 1:]:
+            if same_file(path, other):
+                raise ConfigError(f"{first} and {second} name the same file {other}", fix="give each its own file")
 
 
 @contextlib.contextmanager

@@ -223,6 +223,8 @@ def compact_source(
             if seams.store is not None:
                 stack.callback(seams.store.close)
         if transcript is None or transcript.format == DATASET:
+            if options.target_format == DATASET:  # (a dataset written as a dataset: no conversion)
+                options = dataclasses.replace(options, target_format=None)
             return _compact_dataset(source, transcript, config, counter, choice, options, seams, write)
         result = _compact_transcript(transcript, config, counter, choice, options, seams)
         if memo is not None:
@@ -256,6 +258,9 @@ def _read(source: str, config: MemoryConfig, options: RunOptions, stdin: BinaryI
         transcript = formats.read(source, source_format=given, skip_invalid=options.skip_invalid, stdin=stdin,
                                   max_line_bytes=config.max_line_bytes)
     if transcript is not None and transcript.format != DATASET:
+        if options.target_format == DATASET:
+            raise ConfigError("--to dataset writes only a conversation-per-line dataset that was read as one",
+                              fix="leave out --to, or name a transcript format")
         _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
         return transcript
     if options.target_format not in (None, DATASET):

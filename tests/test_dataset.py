@@ -344,3 +344,18 @@ def test_a_failed_model_summary_in_a_dataset_is_exit_4_and_named_per_conversatio
     assert again.exit_code == 0, again.output
     assert json.loads(report_path.read_text())["summary_failed"] == 0
     assert "Read f0.py to f2.py." in out.read_text()
+
+
+def test_to_dataset_is_a_one_line_refusal_for_one_conversation_and_no_conversion_for_a_dataset(
+        realdata: Path, tmp_path: Path) -> None:
+    """--to dataset was a traceback (NotImplementedError) for a transcript and for a dataset alike."""
+    one = invoke(str(realdata / "openai-chat" / "tau-bench-airline-task3.jsonl"), "--max-tokens", "2000",
+                 "--to", "dataset", "-o", str(tmp_path / "one.jsonl"))
+    assert one.exit_code == 2, one.output
+    assert "--to dataset" in one.output and not (tmp_path / "one.jsonl").exists()
+    many = invoke(str(realdata / "openai-chat" / "tau-bench-airline-trajectories.jsonl"), "--max-tokens", "2000",
+                  "--to", "dataset", "-o", str(tmp_path / "many.jsonl"))
+    plain = invoke(str(realdata / "openai-chat" / "tau-bench-airline-trajectories.jsonl"), "--max-tokens", "2000",
+                   "-o", str(tmp_path / "plain.jsonl"))
+    assert many.exit_code == plain.exit_code == 0, many.output
+    assert (tmp_path / "many.jsonl").read_bytes() == (tmp_path / "plain.jsonl").read_bytes()

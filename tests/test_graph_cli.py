@@ -408,3 +408,14 @@ def test_the_pre_commit_hook_file_parses_and_its_entry_is_a_real_command(work: P
     local = yaml.safe_load(snippet.group(1))["repos"][0]["hooks"][0]
     assert (local["id"], local["entry"], local["files"]) == (hook["id"], hook["entry"], hook["files"])
 
+
+
+def test_a_5000_digit_integer_is_one_line_not_a_traceback(work: Path) -> None:
+    """Python refuses to read integers of more than 4,300 digits: validate said so with a traceback."""
+    (work / "huge.json").write_text('{"nodes": [{"id": "a", "labels": ["X"], "properties": {"n": ' + "9" * 5000
+                                    + '}}], "relationships": []}')
+    result = run("validate", "huge.json")
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stdout.startswith("huge.json:") and "malformed JSON" in result.stdout
+    assert len(result.stdout.splitlines()) == 1

@@ -34,3 +34,30 @@ def test_graph_save_into_a_missing_folder_exits_2(tmp_path: Path) -> None:
     result = invoke("graph", "import", str(snapshot), "-o", str(tmp_path / "missing" / "out.json"))
     assert result.exit_code == 2
     assert "cannot write" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("collision", [
+    ("-o", "X", "--store", "X"),
+    ("-o", "o.jsonl", "--report", "S", "--store", "S"),
+    ("-o", "Y", "--report", "Y"),
+    ("-o", "o.jsonl", "--store", "IN"),
+])
+def test_two_outputs_naming_one_file_are_refused_before_anything_is_written(
+        collision: tuple[str, ...], samples: Path, tmp_path: Path) -> None:
+    """-o, --report and --store naming the same file destroyed one of them (a store overwritten by
+    the report lost every original offloaded to it), exit 0. Now: exit 2, one line, nothing touched."""
+    source = tmp_path / "in.jsonl"
+    source.write_bytes((samples / "agent_session.jsonl").read_bytes())
+    store = tmp_path / "S"
+    if "S" in collision:  # an existing store with something in it
+        first = invoke(str(source), "--max-tokens", "3000", "-o", str(tmp_path / "first.jsonl"), "--store", str(store))
+        assert first.exit_code == 0, first.output
+    before = store.read_bytes() if store.exists() else None
+    args = [str(source) if a == "IN" else (str(tmp_path / a) if a in ("X", "Y", "S", "o.jsonl") else a)
+            for a in collision]
+    result = invoke(str(source), "--max-tokens", "3000", *args)
+    assert result.exit_code == 2, result.output
+    assert "same file" in result.output
+    assert (store.read_bytes() if store.exists() else None) == before
+    assert not (tmp_path / "X").exists() and not (tmp_path / "Y").exists() and not (tmp_path / "o.jsonl").exists()
+    assert source.read_bytes() == (samples / "agent_session.jsonl").read_bytes()

@@ -170,3 +170,24 @@ def test_claude_models_have_their_windows(model: str, window: int, samples: Path
     assert "unknown model" not in result.output
     usage = json.loads(result.stdout)
     assert usage["before"]["window_fraction"] == round(usage["before"]["tokens"] / window, 4)
+
+
+@pytest.mark.parametrize("backend", ["tiktoken", "bpe"])
+def test_a_lone_surrogate_is_counted_not_a_traceback(backend: str, tmp_path: Path) -> None:
+    """JavaScript-written logs can hold half an emoji (a lone UTF-16 surrogate such as \\ud83d); the
+    transcript reads and writes back as it was, and counting one is no traceback."""
+    if backend == "bpe" and not bpe_available():
+        pytest.skip("bpe-openai is not installed")
+    path = tmp_path / "s.jsonl"
+    long_text = "word " * 300 + "half an emoji \\ud83d here " + "word " * 300
+    path.write_text('{"role":"user","content":"hi \\ud800 there"}\n'
+                    f'{{"role":"assistant","content":"{long_text}"}}\n'
+                    '{"role":"user","content":"and now?"}\n', encoding="utf-8")
+    counted = invoke("count", str(path), "--backend", backend, "--format", "json")
+    assert counted.exit_code == 0, counted.output
+    assert json.loads(counted.stdout)["before"]["tokens"] > 600
+    same = invoke(str(path), "--backend", backend, "--unlimited")
+    assert same.exit_code == 0 and same.stdout.encode() == path.read_bytes()
+    cut = invoke(str(path), "--backend", backend, "--max-tokens", "200", "-o", str(tmp_path / "out.jsonl"))
+    assert cut.exit_code == 0, cut.output
+    assert invoke("count", str(tmp_path / "out.jsonl"), "--backend", backend).exit_code == 0

@@ -89,13 +89,24 @@ class BpeCounter:
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
         count = self.tokenizer.count  # type: ignore[attr-defined]
-        return [count(text) for text in texts]
+        try:
+            return [count(text) for text in texts]
+        except UnicodeEncodeError:  # a lone surrogate (half an emoji in a JavaScript-written log)
+            return [count(_valid(text)) for text in texts]
 
     def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text))  # type: ignore[attr-defined]
+        try:
+            return list(self.tokenizer.encode(text))  # type: ignore[attr-defined]
+        except UnicodeEncodeError:
+            return list(self.tokenizer.encode(_valid(text)))  # type: ignore[attr-defined]
 
     def decode(self, tokens: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(tokens)))  # type: ignore[attr-defined]
+
+
+def _valid(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, as tiktoken counts it (Rust takes only valid UTF-8)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @dataclass

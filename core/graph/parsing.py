@@ -167,7 +167,7 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
             return None, _malformed(error), False
         except UnicodeDecodeError as error:
             return None, _invalid_utf8(data, error), False
-        except RecursionError:
+        except (RecursionError, ValueError):  # (ValueError: an integer of more than 4,300 digits)
             return None, _malformed(strict_error), False
         if next(walk_non_finite(document, ()), None) is not None:
             return document, None, True
