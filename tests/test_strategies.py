@@ -442,9 +442,8 @@ def test_the_trace_of_a_removal_says_what_went_and_how_to_recall_it(tmp_path) ->
     assert f"compact recall WORDS --store {store_path}" in trace
 
 
-def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() -> None:
-    """give_back puts the input's message back and cuts its middle: one rewrite in the report, and
-    the ledger says how the kept message differs from the input (the earlier clearing line goes)."""
+def _workspace_with_a_long_reply() -> tuple[Any, list[Any]]:
+    """A workspace of three messages (the reply 400 words long) under a 10k-token budget, and its input."""
     from core.counting.counter import MessageCounter
     from core.engine.budget import Budget
     from core.engine.workspace import Workspace
@@ -455,7 +454,13 @@ def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() ->
     texts = [("user", "the task"), ("assistant", "word " * 400), ("user", "go on")]
     messages = counter.count_messages([Message({"role": r, "content": c}, line=n) for n, (r, c) in enumerate(texts, 1)])
     budget = Budget.resolve(max_messages=None, max_tokens=10_000, max_fraction=None, window=128_000, window_resolved=False)
-    workspace = Workspace(messages, budget=budget, counter=counter)
+    return Workspace(messages, budget=budget, counter=counter), messages
+
+
+def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() -> None:
+    """give_back puts the input's message back and cuts its middle: one rewrite in the report, and
+    the ledger says how the kept message differs from the input (the earlier clearing line goes)."""
+    workspace, messages = _workspace_with_a_long_reply()
     workspace.begin("clear_tool_results", 1)
     workspace.rewrite(1, {"role": "assistant", "content": "[compact: cleared]"}, "cleared")
     workspace.end()
@@ -584,17 +589,7 @@ def test_a_closing_step_that_fails_before_it_begins_leaves_the_steps_before_it_a
 def test_a_give_back_rolled_back_leaves_the_ledger_as_it_was() -> None:
     """A store that refuses give_back's offload rolls the step back: the message stays cleared, so the
     ledger line that says so must stay too (giving back had deleted it)."""
-    from core.counting.counter import MessageCounter
-    from core.engine.budget import Budget
-    from core.engine.workspace import Workspace
-    from core.messages import Message
-    from tests.helpers import shared_counter
-
-    counter = MessageCounter(shared_counter()[0])
-    texts = [("user", "the task"), ("assistant", "word " * 400), ("user", "go on")]
-    messages = counter.count_messages([Message({"role": r, "content": c}, line=n) for n, (r, c) in enumerate(texts, 1)])
-    budget = Budget.resolve(max_messages=None, max_tokens=10_000, max_fraction=None, window=128_000, window_resolved=False)
-    workspace = Workspace(messages, budget=budget, counter=counter)
+    workspace, _ = _workspace_with_a_long_reply()
     workspace.begin("clear_tool_results", 1)
     workspace.rewrite(1, {"role": "assistant", "content": "[compact: cleared]"}, "cleared")
     workspace.end()
