@@ -60,9 +60,9 @@ def run(
     if output is not None and str(output) == "-":
         output = None  # `-o -` is stdout, as `-` is stdin and `--report -` is stdout
     options = flags.options(dry_run=dry_run)
-    _check_destinations(file, output, in_place, report, dry_run=dry_run, converting=flags.target_format is not None)
     config = settings.build()
-    _check_distinct(file, output=output, report=report, store=config.store, graph_out=flags.graph_out)
+    _check_destinations(file, output, in_place, report, store=config.store, graph_out=flags.graph_out,
+                        dry_run=dry_run, converting=flags.target_format is not None)
     from cli.output import count_progress, stderr_console
 
     console = None if quiet else stderr_console(table)
@@ -99,9 +99,10 @@ def _summary_failure(result: Any, summarizer: str | None) -> str:
     return ""
 
 
-def _check_destinations(file: str, output: Path | None, in_place: bool, report: str | None, *, dry_run: bool,
-                        converting: bool) -> None:
-    """Where the transcript and the report go: checked before anything runs."""
+def _check_destinations(file: str, output: Path | None, in_place: bool, report: str | None, *, store: str | None,
+                        graph_out: Any, dry_run: bool, converting: bool) -> None:
+    """Where the transcript, the report, the store and the graph go: checked before anything runs.
+    Each its own file, none of them the input (two naming one file destroyed one of them)."""
     from core.io.staged import same_file
 
     if in_place and output is not None:
@@ -111,25 +112,20 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
     if in_place and converting:
         raise ConfigError("--in-place keeps the file's format, so it cannot be combined with --to",
                           fix="write the converted transcript with -o FILE")
+    named = [(name, str(path)) for name, path in (("--output", output), ("--report", report), ("--store", store),
+                                                 ("--graph-out", graph_out)) if path not in (None, "-")]
     if file != "-":
-        for name, target in (("--report", report), ("--output", output)):
-            if target not in (None, "-") and same_file(str(target), file):
-                raise ConfigError(f"{name} names the input file {file}", fix="use --in-place to rewrite the input")
-    if report == "-" and output is None and not in_place and not dry_run:
-        raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
-
-
-def _check_distinct(file: str, **outputs: Any) -> None:
-    """Each output its own file, none of them the input: two naming one file destroyed one of them."""
-    from core.io.staged import same_file
-
-    named = [(f"--{name.replace('_', '-')}", str(path)) for name, path in outputs.items() if path not in (None, "-")]
-    if file != "-":
-        named.insert(0, ("the input", file))
+        for name, target in sorted(named, key=lambda item: item[0] != "--report"):  # (the report's line first)
+            if same_file(target, file):
+                if name in ("--output", "--report"):
+                    raise ConfigError(f"{name} names the input file {file}", fix="use --in-place to rewrite the input")
+                raise ConfigError(f"the input and {name} name the same file {file}", fix="give each its own file")
     for index, (first, path) in enumerate(named):
         for second, other in named[index + 1:]:
             if same_file(path, other):
                 raise ConfigError(f"{first} and {second} name the same file {other}", fix="give each its own file")
+    if report == "-" and output is None and not in_place and not dry_run:
+        raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
 
 
 @contextlib.contextmanager
