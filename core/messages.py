@@ -27,6 +27,9 @@ SUMMARY_MARKER = "CUCA summary:"
 # Parts a model sees as images; counted at a fixed cost (README, "Token counting").
 IMAGE_PART_TYPES = ("image_url", "image", "input_image", "document", "computer_screenshot")
 IMAGE_TOKENS = 85
+# ``Message.extra`` key: the source marks this tool result as a failed call (Anthropic ``is_error``,
+# pi ``isError``, Gemini CLI ``status: "error"``); writers with a field for it set it again.
+FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,7 +129,8 @@ def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) ->
     assert {loss["what"] for loss in report["format"]["losses"]} == {
         "thinking blocks (with their signatures)", "redacted thinking blocks", "document blocks",
         "images in tool messages (chat takes text only there), left out",
-        "future_block content parts OpenAI chat does not take in assistant messages, left out"}
+        "future_block content parts OpenAI chat does not take in assistant messages, left out",
+        "tool results marked as failed (the format has no field for it; the error text is kept)"}
     chat_path = tmp_path / "chat.jsonl"
     chat_path.write_text(chat.stdout)
     back, report = invoke_with_report(str(chat_path), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)

@@ -250,7 +250,8 @@ def test_converted_to_openai_and_back_gives_the_same_messages(tmp_path: Path) ->
     chat, report = invoke_with_report(str(SESSION), "--unlimited", "--to", "openai", tmp_path=tmp_path)
     assert {loss["what"] for loss in report["format"]["losses"]} == {
         "Claude Code session log lines that are not messages", "thinking blocks (with their signatures)",
-        "server_future_block content parts OpenAI chat does not take in assistant messages, left out"}
+        "server_future_block content parts OpenAI chat does not take in assistant messages, left out",
+        "tool results marked as failed (the format has no field for it; the error text is kept)"}
     chat_path = tmp_path / "chat.jsonl"
     chat_path.write_text(chat.stdout)
     back, report = invoke_with_report(str(chat_path), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)

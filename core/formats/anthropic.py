@@ -42,6 +42,7 @@ from core.formats.base import (
 )
 from core.io import jsonio
 from core.messages import (
+    FAILED,
     PLACEHOLDER_PREFIX,
     SUMMARY_MARKER,
     Message,
@@ -108,7 +109,7 @@ def user_pieces(content: Any) -> list[tuple[dict[str, Any], tuple[int, ...] | No
             result = block.get("content", "")
             data = {"role": "tool", "tool_call_id": block.get("tool_use_id"),
                     "content": result if isinstance(result, (str, list)) else ""}
-            pieces.append((data, (index,), {}))
+            pieces.append((data, (index,), {FAILED: True} if block.get("is_error") is True else {}))
         else:
             rest.append(index)
     if rest:

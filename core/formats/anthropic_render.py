@@ -21,7 +21,7 @@ from core.formats.anthropic import (
     use_block,
 )
 from core.formats.base import PARENT_RESULTS, Losses
-from core.messages import Message, is_summary, result_ids, tool_calls
+from core.messages import FAILED, Message, is_summary, result_ids, tool_calls
 
 # Block types a request may carry, and the ones a tool_result's content may hold.
 SENDABLE = frozenset({
@@ -164,7 +164,8 @@ def render_result(message: Message, losses: Losses) -> dict[str, Any]:
         body: Any = content or ""
     else:
         body = sendable_blocks(content, losses, only=RESULT_SENDABLE)
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": body}
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": body}
+    return {**block, "is_error": True} if message.extra.get(FAILED) else block
 
 
 def render_assistant(data: dict[str, Any], losses: Losses | None = None) -> Any:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from core.errors import InputError
 from core.io import jsonio
 from core.io.rawinput import Line  # one line of the input, as core.io.rawinput reads it
-from core.messages import Message
+from core.messages import FAILED, Message
 
 
 @dataclass
@@ -247,6 +247,7 @@ class Codec:
 # A result answered in the parent session (a Claude Code sidechain's or resumed session's) has no
 # call in the transcript for a target that names it: every such target leaves it out.
 PARENT_RESULTS = "tool results whose call is not in the transcript (a parent session's), left out"
+FAILED_NOT_CARRIED = "tool results marked as failed (the format has no field for it; the error text is kept)"
 
 
 class Losses:
@@ -260,6 +261,12 @@ class Losses:
 
     def as_list(self) -> list[dict[str, Any]]:
         return [{"what": what, "count": count} for what, count in self._counts.items()]
+
+
+def note_failed(message: Message, losses: Losses) -> None:
+    """Count a failed tool result written where the format cannot mark it failed."""
+    if message.extra.get(FAILED):
+        losses.add(FAILED_NOT_CARRIED)
 
 
 def serialise_lines(items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:

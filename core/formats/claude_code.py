@@ -118,7 +118,7 @@ class ClaudeCode(Codec):
                     call_id = canonical["tool_call_id"]
                     if call_id not in seen_calls and external.answers_parent(call_id, data):
                         del canonical["tool_call_id"]
-                        extra = {"native_id": call_id}
+                        extra = {**extra, "native_id": call_id}
                 else:
                     reply = None
                     if summary:

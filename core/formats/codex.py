@@ -47,6 +47,7 @@ from core.formats.base import (
     Rebuild,
     changed,
     line_error,
+    note_failed,
     now_stamp,
     origin_message,
     write_back,
@@ -206,6 +207,7 @@ class Codex(Codec):
                "payload": {"id": str(uuid.uuid4()), "timestamp": stamp, "cwd": "", "originator": "compact",
                            "cli_version": "", "instructions": None, "source": "cli"}}
         for message in messages:
+            note_failed(message, losses)
             yield from _envelopes(message, stamp, losses)
 
 

@@ -48,7 +48,7 @@ from core.formats.gemini_stream import (
     user_role,
 )
 from core.io import jsonio
-from core.messages import Message, is_summary, result_ids, tool_calls
+from core.messages import FAILED, Message, is_summary, result_ids, tool_calls
 
 MESSAGE_TYPES = ("user", "gemini")
 DOCUMENT_KEYS = ("sessionId", "projectHash", "startTime", "lastUpdated")
@@ -137,6 +137,8 @@ def _decode_record(path: str, line: Line, index: int, record: Any, at: int) -> l
         if call.get("result") is not None:  # a call cut off before it ran has none: an orphan call
             result = {"role": "tool", "tool_call_id": call["id"], "content": result_text(call["result"])}
             out.append(_message(result, line, at, index, ("result", position)))
+            if call.get("status") == "error":
+                out[-1].extra[FAILED] = True
     return out
 
 
@@ -231,8 +233,11 @@ def render_records(messages: Sequence[Message], losses: Losses, stamp: Any) -> l
                 if entry is None:
                     losses.add("tool results without their call (a saved chat keeps a result inside its call)")
                     continue
+                key = "error" if message.extra.get(FAILED) else "output"
                 entry["result"] = [{"functionResponse": {"id": entry["id"], "name": entry["name"],
-                                                         "response": {"output": text}}}]
+                                                         "response": {key: text}}}]
+                if key == "error":
+                    entry["status"] = "error"
             continue
         record: dict[str, Any] = {"id": str(uuid.uuid4()), "timestamp": stamp}
         if role == "assistant":

@@ -54,7 +54,7 @@ from core.formats.base import (
     origin_message,
     write_back,
 )
-from core.messages import Message, iter_text_parts, result_ids, tool_calls
+from core.messages import FAILED, Message, iter_text_parts, result_ids, tool_calls
 
 EVENTS = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 # Keys of other formats' lines (Claude Code, Codex, pi, Responses calls): a line holding one is not an event.
@@ -136,8 +136,9 @@ class _Reader:
             self.messages.append(origin_message({"role": user_role(text), "content": text}, [line.number]))
         elif kind == "tool_result":
             self.flush()
+            failed = {FAILED: True} if data.get("status") == "error" else {}
             self.messages.append(origin_message({"role": "tool", "tool_call_id": data["tool_id"],
-                                                 "content": result_text(data)}, [line.number]))
+                                                 "content": result_text(data)}, [line.number], **failed))
         else:
             self.flush()  # init, result, error: not part of the conversation
 
@@ -261,6 +262,9 @@ def render_message(message: Message, losses: Losses) -> list[dict[str, Any]]:
         ids = result_ids(data)
         if not ids:
             losses.add(PARENT_RESULTS)
+        if message.extra.get(FAILED):  # the type of the failure is not known here
+            return [{"type": "tool_result", "tool_id": i, "status": "error", "error": {"type": "unknown", "message": text}}
+                    for i in ids]
         return [{"type": "tool_result", "tool_id": i, "status": "success", "output": text} for i in ids]
     if role == "assistant":
         events: list[dict[str, Any]] = []

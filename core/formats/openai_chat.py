@@ -12,7 +12,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from core.formats.base import PARENT_RESULTS, Codec, Decoded, Line, Losses
+from core.formats.base import PARENT_RESULTS, Codec, Decoded, Line, Losses, note_failed
 from core.io.rawinput import STDIN
 from core.io.transcript import check_message, read_transcript
 from core.messages import ROLES, Message
@@ -68,6 +68,7 @@ class OpenAIChat(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         for message in messages:
+            note_failed(message, losses)
             chat = to_chat(message.data, losses)
             if chat is not None:
                 yield chat

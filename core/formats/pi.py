@@ -75,7 +75,7 @@ from core.formats.base import (
 )
 from core.formats.pi_tree import EPOCH, IdMaker, Out, Tree, context, keep_leaf_last, relink, uuid_of
 from core.io import jsonio
-from core.messages import Message, is_summary
+from core.messages import FAILED, Message, is_summary
 
 ENTRY_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
@@ -164,7 +164,7 @@ class PiSession(Codec):
                 entries.append({"type": "compaction", "summary": _text_of(message.data.get("content")),
                                 "firstKeptEntryId": None, "tokensBefore": 0})
             else:
-                entries.append(fresh_entry(message.data, losses, names))
+                entries.append(fresh_entry(message.data, losses, names, failed=bool(message.extra.get(FAILED))))
         parent = None
         for position, entry in enumerate(entries):
             if entry is None:
@@ -210,7 +210,8 @@ def _decode_entry(line: Line, path: str) -> Message | None:
         if isinstance(message.get("toolName"), str):
             out["name"] = message["toolName"]
         out["content"] = _content_in(message.get("content"), line, path)
-        return origin_message(out, [line.number], pi=role)
+        failed = {FAILED: True} if message.get("isError") is True else {}
+        return origin_message(out, [line.number], pi=role, **failed)
     if role == "bashExecution":
         if message.get("excludeFromContext"):
             return None  # a `!!` command: pi does not send it
@@ -403,7 +404,8 @@ def _inserted_entry(message: Message) -> dict[str, Any]:
     return {"type": kind, "id": None, "parentId": None, "timestamp": EPOCH, **entry}
 
 
-def fresh_entry(data: dict[str, Any], losses: Losses, names: dict[str, str]) -> dict[str, Any] | None:
+def fresh_entry(data: dict[str, Any], losses: Losses, names: dict[str, str], *,
+                failed: bool = False) -> dict[str, Any] | None:
     """A canonical message as a pi entry (without id, parentId and timestamp); None when pi cannot hold it."""
     role = data.get("role")
     content = data.get("content")
@@ -437,7 +439,7 @@ def fresh_entry(data: dict[str, Any], losses: Losses, names: dict[str, str]) -> 
         name = data.get("name") if isinstance(data.get("name"), str) else names.get(str(call_id), "")
         return {"type": "message", "message": {"role": "toolResult", "toolCallId": call_id, "toolName": name,
                                                "content": _parts_out(content, losses, text_only=True, as_list=True),
-                                               "isError": False}}
+                                               "isError": failed}}
     losses.add(f"{role} messages")
     return None
 

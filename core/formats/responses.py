@@ -43,6 +43,7 @@ from core.formats.base import (
     Losses,
     Rebuild,
     line_error,
+    note_failed,
     origin_message,
     write_back,
 )
@@ -331,6 +332,7 @@ class Responses(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         for message in messages:
+            note_failed(message, losses)
             yield from render_items(message.data, losses)
 
 

@@ -46,6 +46,7 @@ from core.formats.base import (
     Losses,
     Rebuild,
     line_error,
+    note_failed,
     origin_message,
     write_back,
 )
@@ -92,6 +93,8 @@ class ShareGPT(Codec):
                               insert=lambda message, _: render_turns(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        for message in messages:
+            note_failed(message, losses)
         turns = [turn for message in messages for turn in render_turns(message.data, losses)]
         yield {"conversations": turns}
 
