@@ -231,7 +231,24 @@ def build_config(
     settings = base.with_overrides(context_window_tokens=context_window, strategies=strategies,
                                    keep=(*base.keep, *keep) if keep else None, **flags)
     _warn_unknown_model(settings)
+    _warn_unset_key(settings)
     return settings
+
+
+def _warn_unset_key(settings: Any) -> None:
+    """A key variable the user named but did not set: the requests go without a key, said once, up front.
+
+    The default variable stays quiet: many local servers take no key.
+    """
+    import os
+
+    from core.config import MemoryConfig
+
+    if settings.summarizer != "openai" or settings.api_key_env == MemoryConfig.api_key_env:
+        return
+    if not os.environ.get(settings.api_key_env, "").strip():
+        sys.stderr.write(f"compact: warning: ${settings.api_key_env} is not set: "
+                         "the summarizer's requests go without an API key\n")
 
 
 def _warn_unknown_model(settings: Any) -> None:

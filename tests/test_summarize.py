@@ -199,6 +199,20 @@ def test_the_api_key_never_reaches_output_or_report(chat_server: Any, samples: P
     assert KEY not in shown.stdout
 
 
+def test_a_named_key_variable_that_is_unset_is_a_warning_not_a_silent_keyless_request(
+        chat_server: Any, samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The user named the variable: sending no key at all would only show up as a 401 later, if ever.
+    monkeypatch.delenv("MY_UNSET_KEY", raising=False)
+    result_ = invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server),
+                     "--api-key-env", "MY_UNSET_KEY")
+    assert result_.exit_code == 0, result_.stderr
+    assert "compact: warning: $MY_UNSET_KEY is not set: the summarizer's requests go without an API key" in result_.stderr
+    assert "authorization" not in chat_server.requests[0][0]
+    monkeypatch.setenv("MY_UNSET_KEY", KEY)
+    assert "warning" not in invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server),
+                                   "--api-key-env", "MY_UNSET_KEY").stderr
+
+
 def test_openai_needs_a_url_and_a_model(samples: Path) -> None:
     result_ = invoke(seed(samples), "--summarizer", "openai")
     assert result_.exit_code == 2
