@@ -308,6 +308,29 @@ def test_an_opener_is_not_what_the_assistant_said() -> None:
     assert "Interesting!" not in text and "Perfect." not in text
 
 
+def test_the_decision_sentence_ranks_as_a_finding_not_the_opener_before_it() -> None:
+    """A reply opening "Ah, I understand now!" and giving its root cause three sentences later: when
+    room is short the root cause is kept, the exclamation never; a call with nothing to name
+    ("TodoWrite()") leaves no line."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    turns = [msg("user", "Why does resume not find the session?"),
+             msg("assistant", "Ah, I understand now! This makes total sense because:\n\nThe session was saved under "
+                              "the wrong folder. The root cause is the underscore in -mnt-c-python-cctrace_test, "
+                              "which Claude Code writes as a hyphen."),
+             assistant_calls(call("t1", "TodoWrite", todos=[{"content": "rename", "status": "pending"}])),
+             result("t1", "Todos have been modified successfully.")]
+    for i in range(12):
+        turns += [msg("assistant", f"Let me look at `src/export/step_{i}.py` first to see how it handles the batch.")]
+    counted = MessageCounter(counter)
+    short = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=150), counted).text
+    assert "The root cause is the underscore in -mnt-c-python-cctrace_test" in short
+    roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
+    assert "Ah, I understand now!" not in roomy and "sense because:" not in roomy
+    assert "TodoWrite()" not in roomy
+
+
 def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> None:
     """A docstring's "KeyError: If the key is not registered." or a test's expected message is the
     file's text: the read is recorded with what the file defines, and only a read that failed

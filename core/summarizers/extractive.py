@@ -165,7 +165,7 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     target = path or next((_one_line(str(v), 60) for v in arguments.values() if isinstance(v, str) and v.strip()), "")
     if error:
         return ERROR, f"- {tool}({target}): {_one_line(error, SAY_CHARS)}"
-    return COMMAND, f"- {tool}({target})"
+    return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 
 def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -185,21 +185,28 @@ def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _says_something(sentence: str) -> bool:
-    """More than a short opener: four words or more, or a value (a name, a number, a path)."""
-    return len(sentence.split()) >= 4 or _VALUE.search(sentence) is not None
+    """More than an opener: a value (a name, a number, a path), or four words that are neither an
+    exclamation ("Ah, I understand now!") nor a lead-in to what follows ("This makes sense because:")."""
+    if _VALUE.search(sentence) is not None:
+        return True
+    return len(sentence.split()) >= 4 and not sentence.rstrip().endswith(("!", ":"))
 
 
 def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str, str],
                      add: Callable[[int, str], None], kinds: set[str]) -> None:
     """What the assistant said and decided, and a line for each of its tool calls."""
     if text.strip():
-        # The first sentence that says something: not an opener like "Interesting!" or "Perfect."
-        said = next((s for s in _SENTENCE_END.split(text) if _says_something(s)), "")
-        decision = _DECISION.search(text)
-        if said:
-            add(FACT if decision else REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
+        sentences = [s for s in _SENTENCE_END.split(text) if _says_something(s)]
+        # The sentence holding the decision ("the root cause is ...") ranks with the facts; the first
+        # one that says something (not an opener like "Interesting!") is a remark.
+        decided = next((s for s in sentences if _DECISION.search(s)), "")
+        said = sentences[0] if sentences else ""
+        if decided:
+            add(FACT, f"- assistant: {_one_line(decided, SAY_CHARS)}")
+        if said and said != decided:
+            add(REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
         for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
-            if fact.strip() != said.strip():
+            if fact.strip() not in (said.strip(), decided.strip()):
                 add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
         kinds.add("decision")
         if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.IGNORECASE):
