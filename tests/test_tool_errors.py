@@ -89,3 +89,38 @@ def test_a_compacted_failed_result_keeps_its_flag_in_its_own_format(tmp_path: Pa
     out = tmp_path / "out.jsonl"
     assert invoke(str(source), "-s", "clear_tool_results:keep_pairs=0", "--unlimited", "-o", str(out)).exit_code == 0
     assert failed_results(out) == failed
+
+
+def test_a_failed_call_in_words_of_its_own_is_summarized_as_failed(tmp_path: Path) -> None:
+    # Gemini CLI's edit tool fails with prose no error pattern matches; only the flag says it failed.
+    refusal = "A secondary check by an LLM determined that no changes were necessary to fulfill the instruction."
+    lines = [{"role": "user", "content": "Make the reset button also redraw the progress bar in src/timer.js."}]
+    for turn in range(8):
+        lines += [
+            {"role": "assistant", "content": [
+                {"type": "text", "text": f"Step {turn}: editing the timer."},
+                {"type": "tool_use", "id": f"toolu_{turn}", "name": "Edit",
+                 "input": {"file_path": "src/timer.js", "old_string": f"reset{turn}()", "new_string": f"reset{turn}(); draw()"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{turn}", "is_error": turn == 2,
+                                          "content": refusal if turn == 2 else "The file src/timer.js has been updated."}]},
+            {"role": "user", "content": f"Go on with part {turn + 1} " + "of the plan, " * 60},
+            {"role": "assistant", "content": "Continuing " + "with the plan " * 60}]
+    lines.append({"role": "user", "content": "Now run the tests."})
+    source = tmp_path / "session.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out.jsonl"
+    assert invoke(str(source), "--max-tokens", "900", "-o", str(out)).exit_code == 0
+    assert f"- changing src/timer.js failed: {refusal}" in out.read_text()
+
+
+def test_the_model_summarizer_is_told_which_results_failed() -> None:
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.prompt import user_prompt
+
+    span = ({"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "replace", "arguments": "{}"}},
+                {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "no changes were necessary"},
+            {"role": "tool", "tool_call_id": "c2", "content": "body"})
+    prompt = user_prompt(SummaryRequest(span, 1, 1, failed=("c1",)))
+    assert "[tool, failed] no changes were necessary" in prompt and "[tool] body" in prompt

@@ -24,12 +24,14 @@ from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
 from core.io import jsonio
 from core.messages import (
+    FAILED,
     SUMMARY_MARKER,
     Message,
     call_name,
     content_text,
     is_summary,
     original_data,
+    result_ids,
     tool_calls,
     written_by_compact,
 )
@@ -126,7 +128,8 @@ def _unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
 def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
     """What the summary depends on, hashed one message at a time (a span can be tens of megabytes)."""
     digest = hashlib.sha256()
-    for part in (summarizer.identity(), request.previous, *request.messages, list(request.facts), request.max_tokens):
+    for part in (summarizer.identity(), request.previous, *request.messages, list(request.facts), list(request.failed),
+                 request.max_tokens):
         digest.update(jsonio.dumps(part, sort_keys=True))
         digest.update(b"\n")
     return "summary:" + digest.hexdigest()
@@ -387,6 +390,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         last_turn=last_turn,
         previous=previous_body or None,
         facts=tuple(facts),
+        failed=tuple(str(call_id) for p in removable if workspace.messages[p].extra.get(FAILED)
+                     for call_id in result_ids(workspace.messages[p].data)),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
     )

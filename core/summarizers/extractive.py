@@ -128,14 +128,17 @@ def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
     return (prose + other)[:limit]
 
 
-def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str) -> tuple[int, str] | None:
-    """One line for a tool call and what it returned, with its priority."""
+def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str,
+                    failed: bool = False) -> tuple[int, str] | None:
+    """One line for a tool call and what it returned, with its priority (``failed``: the transcript marks it so)."""
     tool, arguments = call_name(call), call_arguments(call)
     path = found[1] if found is not None else _path(arguments)
     lines = result.count("\n") + (not result.endswith("\n")) if result else 0
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
     # Files' text may quote errors: only a read or search whose output opens with one failed.
     error = (opening_error_line(result) if quotes_files(call) else first_error_line(result)) if result else None
+    if failed and not error:  # an error in words of its own ("no changes were necessary")
+        error = next((ln.strip() for ln in result.splitlines() if ln.strip()), "") or "failed"
     if found is not None and found[0] == "read":
         if error:
             return ERROR, f"- {tool}({path}): {_one_line(error, SAY_CHARS)}"
@@ -193,7 +196,7 @@ def _says_something(sentence: str) -> bool:
 
 
 def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str, str],
-                     add: Callable[[int, str], None], kinds: set[str]) -> None:
+                     add: Callable[[int, str], None], kinds: set[str], failed: frozenset[str]) -> None:
     """What the assistant said and decided, and a line for each of its tool calls."""
     if text.strip():
         sentences = [s for s in _SENTENCE_END.split(text) if _says_something(s)]
@@ -216,7 +219,7 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
     for call in tool_calls(message):
         result = results.get(str(call.get("id")), "")
         found = classify(call)
-        line = _result_summary(call, found, result)
+        line = _result_summary(call, found, result, str(call.get("id")) in failed)
         kinds.add("technical_detail")
         if line is not None:
             add(*line)
@@ -232,14 +235,15 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
 _Given = tuple[Mapping[str, Any], tuple[bool, ...], list[tuple[int, str]], frozenset[str]]
 
 
-def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str, str], read: tuple[bool, ...]) -> _Given:
+def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str, str], read: tuple[bool, ...],
+                    failed: frozenset[str]) -> _Given:
     lines: list[tuple[int, str]] = []
     found: set[str] = set()
 
     def collect(priority: int, line: str) -> None:
         lines.append((priority, line))
 
-    _assistant_lines(message, text, results, collect, found)
+    _assistant_lines(message, text, results, collect, found, failed)
     return message, read, lines, frozenset(found)
 
 
@@ -264,8 +268,9 @@ class _SpanReader:
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
-                 given: dict[int, _Given] | None = None) -> None:
+                 given: dict[int, _Given] | None = None, failed: frozenset[str] = frozenset()) -> None:
         self.messages = messages
+        self.failed = failed
         self.results = _newest_results(messages)
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
@@ -323,7 +328,7 @@ class _SpanReader:
             read = tuple(str(call.get("id")) in self.results for call in tool_calls(message))
             known = self.earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
-                known = _read_assistant(message, content_text(message), self.results, read)
+                known = _read_assistant(message, content_text(message), self.results, read, self.failed)
             if self.given is not None:
                 self.given[id(message)] = known
             add = self._adder(position)
@@ -360,7 +365,7 @@ class ExtractiveSummarizer:
         return "extractive/2"
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        reader = _SpanReader(request.messages, request.first_turn, self._given)
+        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed))
         topic = reader.topic.replace('"', "'")
         head = f'<summary topic="{topic}" compressed-from-turns="{request.first_turn}-{request.last_turn}">'
         # Read back only while an older message's lines could still be chosen; the trailer, which

@@ -51,12 +51,14 @@ def _shorten(text: str) -> str:
     return f"{text[:half]}\n[… {len(text) - MAX_MESSAGE_CHARS:,} characters left out …]\n{text[-half:]}"
 
 
-def render_message(message: Mapping[str, Any]) -> str:
+def render_message(message: Mapping[str, Any], failed: frozenset[str] = frozenset()) -> str:
     role = str(message.get("role", ""))
     lines = []
     text = content_text(message)
     if text.strip():
         label = f"tool {message['name']}" if role == "tool" and isinstance(message.get("name"), str) else role
+        if role == "tool" and str(message.get("tool_call_id")) in failed:
+            label += ", failed"
         lines.append(f"[{label}] {_shorten(text)}")
     for call in tool_calls(message):
         arguments = (call.get("function") or {}).get("arguments", "")
@@ -73,7 +75,8 @@ def user_prompt(request: SummaryRequest) -> str:
             "The summary of the turns before these; fold it into your new summary, keeping what still matters:\n"
             f"<previous-summary>\n{_fence(request.previous)}\n</previous-summary>\n"
         )
-    body = "\n".join(filter(None, (render_message(m) for m in request.messages)))
+    failed = frozenset(request.failed)
+    body = "\n".join(filter(None, (render_message(m, failed) for m in request.messages)))
     parts.append(f"Turns {request.first_turn}-{request.last_turn} to summarize:\n<transcript>\n{_fence(body)}\n</transcript>")
     if request.facts:
         parts.append("Keep these exactly as written: " + "; ".join(request.facts))
