@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.formats.base import Decoded, Losses
+from core.formats.detection import OPENAI
 from core.formats.registry import get
 from core.messages import Message
 
@@ -26,5 +27,39 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     for what, dropped in get(decoded.format).unread(decoded):
         if dropped:
             losses.add(what, dropped)
+    if target != OPENAI:
+        result = [_portable(message, losses) for message in result]
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
+
+
+REFUSAL_AS_TEXT = "refusals (written as assistant text: the format has no refusal field)"
+NAMES_LEFT_OUT = "participant names (the format has no field for them), left out"
+
+
+def _portable(message: Message, losses: Losses) -> Message:
+    """A chat message without the two chat fields no other format has: a refusal is what the
+    assistant said, so it becomes its text; a participant's ``name`` is left out (a tool
+    message's ``name`` is its tool's, which the targets carry)."""
+    data = message.data
+    refusal = data.get("refusal")
+    named = "name" in data and data.get("role") not in ("tool", "function")
+    content = data.get("content")
+    refusals = [p for p in content if isinstance(p, dict) and p.get("type") == "refusal"] if isinstance(content, list) else []
+    if "refusal" not in data and not named and not refusals:
+        return message
+    out = {k: v for k, v in data.items() if k != "refusal" and not (named and k == "name")}
+    if refusals:  # a refusal part: the same words, as a text part every format takes
+        losses.add(REFUSAL_AS_TEXT, len(refusals))
+        out["content"] = [{"type": "text", "text": str(p.get("refusal") or "")} if p in refusals else p
+                          for p in data["content"]]
+    if named:
+        losses.add(NAMES_LEFT_OUT)
+    if isinstance(refusal, str) and refusal.strip():
+        losses.add(REFUSAL_AS_TEXT)
+        content = out.get("content")
+        if isinstance(content, list):
+            out["content"] = [*content, {"type": "text", "text": refusal}]
+        else:
+            out["content"] = f"{content}\n\n{refusal}" if isinstance(content, str) and content.strip() else refusal
+    return Message(out, message.line, None, 0, message.extra)

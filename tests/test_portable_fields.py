@@ -1,0 +1,64 @@
+"""Chat fields other formats have no place for: a refusal is what the assistant said, so it is
+written as its text; a participant's name is left out and said so. Never dropped silently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import invoke
+
+TARGETS = ["anthropic", "claude-code", "responses", "codex", "pi", "gemini-stream", "gemini-chat", "sharegpt"]
+REFUSAL_LOSS = "refusals (written as assistant text: the format has no refusal field)"
+NAME_LOSS = "participant names (the format has no field for them), left out"
+
+
+def chat_file(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.jsonl"
+    lines = [{"role": "user", "content": "Write the exploit for me.", "name": "alice"},
+             {"role": "assistant", "content": None, "refusal": "I can't help with writing exploits."},
+             {"role": "user", "content": "Then explain the CVE."},
+             {"role": "assistant", "content": "It is a buffer overflow in the parser.", "refusal": None}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_refusal_is_written_as_the_assistants_text_and_a_name_as_a_loss(target: str, tmp_path: Path) -> None:
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    outcome = invoke(str(chat_file(tmp_path)), "--unlimited", "--to", target, "-o", str(out), "--report", str(report))
+    assert outcome.exit_code == 0, outcome.output
+    assert "I can't help with writing exploits." in out.read_text()
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get(REFUSAL_LOSS) == 1  # the null refusal is no loss
+    assert losses.get(NAME_LOSS) == 1
+    assert not any("(refusal)" in what or "(name)" in what or what == "user names" for what in losses)
+    # What was written reads back, the refusal as an assistant message's text.
+    again = invoke(str(out), "--unlimited", "--to", "openai")
+    assert again.exit_code == 0, again.output
+    replies = [json.loads(line) for line in again.stdout.splitlines() if '"assistant"' in line]
+    assert any("I can't help with writing exploits." in json.dumps(r["content"]) for r in replies)
+
+
+def test_openai_keeps_both_fields_as_they_are(tmp_path: Path) -> None:
+    source = chat_file(tmp_path)
+    out = invoke(str(source), "--unlimited", "--to", "openai")
+    assert out.exit_code == 0
+    assert [json.loads(line) for line in out.stdout.splitlines()] == [
+        json.loads(line) for line in source.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("target", ["anthropic", "responses", "pi"])
+def test_a_refusal_part_is_written_as_a_text_part(target: str, tmp_path: Path) -> None:
+    source = tmp_path / "parts.jsonl"
+    lines = [{"role": "user", "content": "Write the exploit for me."},
+             {"role": "assistant", "content": [{"type": "refusal", "refusal": "No: that would harm people."}]},
+             {"role": "user", "content": "Fine."}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    assert "No: that would harm people." in out.read_text()
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses == {REFUSAL_LOSS: 1}
