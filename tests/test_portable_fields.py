@@ -62,3 +62,18 @@ def test_a_refusal_part_is_written_as_a_text_part(target: str, tmp_path: Path) -
     assert "No: that would harm people." in out.read_text()
     losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
     assert losses == {REFUSAL_LOSS: 1}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_other_chat_fields_are_counted_as_left_out_and_null_ones_are_not(target: str, tmp_path: Path) -> None:
+    # SWE-agent writes its harness's view of each message beside the content.
+    source = tmp_path / "swe.jsonl"
+    lines = [{"role": "user", "content": "Fix the bug.", "agent": "main", "message_type": "observation"},
+             {"role": "assistant", "content": "Looking.", "thought": "Looking.", "agent": "main", "audio": None}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    fields = {what: count for what, count in losses.items() if what.startswith("message fields")}
+    assert sorted(fields.values()) == [1, 1] and all(what.endswith(("(agent, message_type)", "(agent, thought)"))
+                                                     for what in fields), losses

@@ -28,7 +28,8 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
         if dropped:
             losses.add(what, dropped)
     if target != OPENAI:
-        result = [_portable(message, losses) for message in result]
+        title = get(target).title
+        result = [_portable(message, losses, title) for message in result]
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
 
@@ -37,18 +38,26 @@ REFUSAL_AS_TEXT = "refusals (written as assistant text: the format has no refusa
 NAMES_LEFT_OUT = "participant names (the format has no field for them), left out"
 
 
-def _portable(message: Message, losses: Losses) -> Message:
-    """A chat message without the two chat fields no other format has: a refusal is what the
-    assistant said, so it becomes its text; a participant's ``name`` is left out (a tool
-    message's ``name`` is its tool's, which the targets carry)."""
+# What every target carries of a chat message (a tool message's name is its tool's); the legacy
+# function_call each target reports itself.
+_CARRIED = frozenset({"role", "content", "tool_calls", "tool_call_id", "tool_call_ids", "function_call"})
+
+
+def _portable(message: Message, losses: Losses, title: str) -> Message:
+    """A chat message with only the fields other formats have: a refusal is what the assistant
+    said, so it becomes its text; a participant's ``name`` and any other field (SWE-agent's
+    ``thought``, ``action``) are left out, and counted."""
     data = message.data
     refusal = data.get("refusal")
     named = "name" in data and data.get("role") not in ("tool", "function")
     content = data.get("content")
     refusals = [p for p in content if isinstance(p, dict) and p.get("type") == "refusal"] if isinstance(content, list) else []
-    if "refusal" not in data and not named and not refusals:
+    others = sorted(k for k in data if k not in _CARRIED and k not in ("refusal", "name") and data[k] is not None)
+    if not refusals and not named and not others and all(k in _CARRIED or k == "name" for k in data):
         return message
-    out = {k: v for k, v in data.items() if k != "refusal" and not (named and k == "name")}
+    out = {k: v for k, v in data.items() if k in _CARRIED or (k == "name" and not named)}
+    if others:
+        losses.add(f"message fields {title} has no place for ({', '.join(others)})")
     if refusals:  # a refusal part: the same words, as a text part every format takes
         losses.add(REFUSAL_AS_TEXT, len(refusals))
         out["content"] = [{"type": "text", "text": str(p.get("refusal") or "")} if p in refusals else p
