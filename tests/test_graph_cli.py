@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -201,6 +202,18 @@ def test_merge_in_place_over_the_base(work: Path) -> None:
     result = run("merge", "valid.json", "delta.json", "-o", "valid.json")
     assert result.exit_code == 0
     assert len(orjson.loads((work / "valid.json").read_bytes())["nodes"]) == 5
+
+
+def test_an_integer_past_64_bits_survives_a_merge_exactly(work: Path) -> None:
+    # orjson reads 2**70 as a float: 1180591620717411303424 would come back as 1.1805916207174113e+21.
+    base = json.loads((work / "valid.json").read_text())
+    base["nodes"][0]["properties"].update(big=2**70, small=-(2**65))
+    (work / "big.json").write_text(json.dumps(base))
+    assert run("merge", "big.json", "delta.json", "-o", "merged.json").exit_code == 0
+    merged = json.loads((work / "merged.json").read_text())
+    properties = next(n["properties"] for n in merged["nodes"] if n["id"] == base["nodes"][0]["id"])
+    assert properties["big"] == 2**70 and properties["small"] == -(2**65)
+    assert type(properties["big"]) is int
 
 
 def test_merge_refusals_exit_2_and_write_nothing(work: Path) -> None:

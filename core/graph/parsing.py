@@ -18,6 +18,7 @@ import orjson
 
 from core.graph.findings import Finding, PathPart
 from core.graph.model import gc_paused
+from core.io import jsonio
 
 
 class _NonFinite(float):
@@ -146,6 +147,14 @@ def walk_non_finite(
             )
 
 
+def _exact(data: bytes, fast: Any) -> Any:
+    """The document parsed again by the standard library; ``fast`` if that cannot (4,300+ digits)."""
+    try:
+        return json.loads(data.decode("utf-8"), parse_float=_parse_float)
+    except (RecursionError, ValueError):
+        return fast
+
+
 def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
     """(document, malformed-JSON problem or None, whether non-finite numbers were seen).
 
@@ -155,7 +164,11 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
     """
     try:
         with gc_paused():
-            return orjson.loads(data), None, False
+            document = orjson.loads(data)
+        if not jsonio.has_long_digit_run(data):
+            return document, None, False
+        # orjson read an integer past 64 bits as a float: the standard library keeps it exact.
+        return _exact(data, document), None, False
     except orjson.JSONDecodeError as strict_error:
         if "depth limit" in strict_error.msg:
             return None, _malformed(strict_error), False  # the standard library would overflow the stack

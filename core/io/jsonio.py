@@ -38,12 +38,12 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         if "surrogate" not in exc.msg:
             raise
         return _stdlib_loads(data, exc)
-    if _has_long_digit_run(data):
+    if has_long_digit_run(data):
         return _stdlib_loads(data, None)
     return value
 
 
-def _has_long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
+def has_long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     return _LONG_RUN in raw.translate(_DIGITS_TO_ZERO)
 
