@@ -126,6 +126,7 @@ CASES: dict[str, Case] = {
     "strategy parameter unknown": flags("-s", "sliding_window:keep=3", says="has no parameter 'keep'"),
     "keep rule unknown kind": flags("-k", "colour:red", says="invalid keep rule 'colour:red'"),
     "keep rule bad regex": flags("-k", "match:(", says="invalid regular expression"),
+    "keep rule unknown role": flags("-k", "role:asistant", says="unknown role 'asistant' in keep rule 'role:asistant' (did you mean role:assistant?"),
     "keep rule too slow": Case((bad("catastrophic_backtracking.jsonl"), "-k", "match:^(a|aa)+$", "--max-messages", "1"),
                                "keep rule 'match:^(a|aa)+$' took over 1 s on the message at line 1"),
     "keep rule bad line range": flags("-k", "line:a-b", says="invalid line range"),

@@ -13,6 +13,7 @@ from typing import Any
 from core.errors import ConfigError
 from core.messages import (
     PLACEHOLDER_PREFIX,
+    ROLES,
     SUMMARY_MARKER,
     SYSTEM_ROLES,
     Message,
@@ -64,6 +65,12 @@ class KeepRule:
             except ValueError:
                 raise ConfigError(f"invalid line range in keep rule {rule!r}", fix="use line:12 or line:10-20") from None
             return cls(kind, value, lines=(low, high))
+        if kind == "role" and value not in ROLES:  # role:asistant would pin nothing, silently
+            import difflib
+
+            near = difflib.get_close_matches(value, ROLES, n=1)
+            raise ConfigError(f"unknown role {value!r} in keep rule {rule!r}",
+                              fix=(f"did you mean role:{near[0]}? " if near else "") + "roles: " + ", ".join(ROLES))
         return cls(kind, value)
 
     def __str__(self) -> str:
