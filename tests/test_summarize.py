@@ -557,3 +557,13 @@ def test_keeping_the_agents_write_never_costs_the_newest_reply(write_turn: int, 
     kept = any(call["function"]["name"] == "write_file" for m in out for call in m.get("tool_calls") or [])
     said = any("kept the newest write" in (a["detail"] or "") for a in report["actions"])
     assert said <= kept  # the detail never claims a write the output lost
+
+
+@pytest.mark.parametrize("text", ["import os\rdef load_store():\r    pass\rclass StoreIndex:\r    pass\r",
+                                  "import os\n\x0c\ndef load_store():\n    pass\n\x0cclass StoreIndex:\n    pass\n",
+                                  "import os\r\ndef load_store():\r\n    pass\r\n\r\nclass StoreIndex:\r\n    pass\r\n"])
+def test_the_outline_finds_definitions_whatever_ends_the_lines(text: str) -> None:
+    # Old Mac files end lines with a bare CR; Python files may hold form feeds between sections.
+    from core.summarizers.facts import outline
+
+    assert outline(text) == ["load_store", "StoreIndex"]

@@ -124,7 +124,7 @@ OUTLINE_SCAN_CHARS = 64_000
 # newline followed by a definition (a literal first character the regex engine can skip to),
 # not a Python loop over the lines (a run outlines hundreds of files).
 _DEFINITION_BODY = (
-    r"(?:[ \t]*\d+(?:→|\t|: ))?[ \t]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
+    r"(?:[ \t]*\d+(?:→|\t|: ))?[ \t\f]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
     r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)[ \t]+([A-Za-z_]\w*)"
 )
 _FIRST_LINE_DEFINITION = re.compile(_DEFINITION_BODY)
@@ -133,6 +133,8 @@ _LATER_LINE_DEFINITION = re.compile("\n" + _DEFINITION_BODY)
 
 def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
     """The names a source file defines (functions, classes, types), in order, at most ``limit``."""
+    if "\r" in text:  # a bare CR ends a line too (old Mac files)
+        text = text[:OUTLINE_SCAN_CHARS].replace("\r\n", "\n").replace("\r", "\n")
     first = _FIRST_LINE_DEFINITION.match(text, 0, OUTLINE_SCAN_CHARS)
     names: dict[str, None] = {first.group(1): None} if first else {}
     for match in _LATER_LINE_DEFINITION.finditer(text, 0, OUTLINE_SCAN_CHARS):
