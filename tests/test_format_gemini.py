@@ -343,3 +343,22 @@ def test_any_conversation_written_as_a_gemini_log_reads_back_and_compacts_paired
     assert calls == results
     last_user = [m["content"] for m in messages if m["role"] == "user"][-1]
     assert last_user in [m.data.get("content") for m in again.messages]
+
+
+@pytest.mark.parametrize("target", ["gemini-stream", "gemini-chat"])
+def test_thinking_written_to_gemini_is_left_out_not_shown_as_the_reply(target: str, tmp_path: Path) -> None:
+    # A Gemini log keeps only the text the model showed: thinking would become the visible reply.
+    source = tmp_path / "thinking.jsonl"
+    lines = [{"role": "user", "content": "What is 2+2?"},
+             {"role": "assistant", "content": [{"type": "thinking", "thinking": "SECRET-CHAIN", "signature": "sig"},
+                                               {"type": "text", "text": "First paragraph."},
+                                               {"type": "text", "text": "Second paragraph."}]},
+             {"role": "user", "content": "thanks"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    assert "SECRET-CHAIN" not in out.read_text()
+    replies = [m for m in formats.read(str(out)).messages if m.role == "assistant"]
+    assert [m.data["content"] for m in replies] == ["First paragraph.\n\nSecond paragraph."]
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses == {"thinking parts (Gemini CLI logs keep text only)": 1}

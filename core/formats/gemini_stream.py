@@ -54,7 +54,7 @@ from core.formats.base import (
     origin_message,
     write_back,
 )
-from core.messages import FAILED, Message, iter_text_parts, result_ids, tool_calls
+from core.messages import FAILED, Message, result_ids, tool_calls
 
 EVENTS = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 # Keys of other formats' lines (Claude Code, Codex, pi, Responses calls): a line holding one is not an event.
@@ -69,12 +69,19 @@ def user_role(text: str) -> str:
 
 
 def plain_text(content: Any) -> str:
-    """Canonical content as the single string Gemini CLI stores (text parts joined; other parts have no place)."""
+    """Canonical content as the single string Gemini CLI stores: its text parts, a paragraph each.
+
+    Only ``text`` parts: thinking or a reasoning summary would become the reply the model
+    showed (:func:`not_carried` counts them as left out)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    return "".join(iter_text_parts(content))
+    if not isinstance(content, list):
+        return ""
+    return "\n\n".join(part if isinstance(part, str) else part["text"] for part in content
+                        if isinstance(part, str) or isinstance(part, dict) and part.get("type") == "text"
+                        and isinstance(part.get("text"), str))
 
 
 def call_of(call_id: str, name: Any, arguments: Any) -> dict[str, Any]:
