@@ -104,6 +104,11 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> Any:
+    # Half an emoji (a lone surrogate, valid in JSON) in a preview or a path would stop a table
+    # mid-print with a traceback: the text streams write it as its escape instead.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     # Each command's context (cli.errors) puts back Python's KeyboardInterrupt when its code starts:
     # from there Ctrl-C is its one line, and staged files are removed.
     try:

@@ -10,10 +10,10 @@ from typing import Any
 
 
 def json_bytes(document: Any) -> bytes:
-    """A document as the commands print it: indented JSON and a newline."""
-    import orjson
+    """A document as the commands print it: indented JSON and a newline (half an emoji written as its escape)."""
+    from core.io import jsonio
 
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    return jsonio.dumps(document, indent=True) + b"\n"
 
 
 def print_json(document: Any) -> None:

@@ -84,9 +84,9 @@ def recall(
             elif found is None:
                 _not_found(f"no offloaded message has the handle {handle} in {opened.path}")
             elif output_format is Format.json:
-                import orjson
+                from core.io import jsonio
 
-                typer.echo(orjson.dumps(found.message).decode())
+                typer.echo(jsonio.dumps(found.message).decode())
             else:
                 typer.echo(found.text)
             return
@@ -106,9 +106,9 @@ def _print_turn(handle: str, messages: list[Any], gone: int, output_format: Form
     if not messages:
         _not_found(f"every message of the turn {handle} was evicted from the store")
     if output_format is Format.json:
-        import orjson
+        from core.io import jsonio
 
-        typer.echo("\n".join(orjson.dumps(m.message).decode() for m in messages))
+        typer.echo("\n".join(jsonio.dumps(m.message).decode() for m in messages))
         return
     typer.echo("\n\n".join(
         f"[{m.role}, {m.source if m.line is None else f'{m.source}:{m.line}'}]\n{m.text}" for m in messages

@@ -112,3 +112,28 @@ def test_offload_placeholder_counts_every_message_that_went(samples: Path, tmp_p
     placeholder = next(m["content"] for m in read_messages(result.stdout) if m["content"].startswith("[compact: turn"))
     removed = [e for e in json.loads(report.read_text())["removed"] if e["strategy"] == "offload" and e["pass"] == 1]
     assert f"({len(removed)} messages, lines {min(e['line'] for e in removed)}-{max(e['line'] for e in removed)})" in placeholder
+
+
+def test_a_lone_surrogate_is_offloaded_and_recalled_exactly(tmp_path: Path) -> None:
+    # Half an emoji ("\ud83d", which truncated JavaScript strings leave) is valid JSON: a store
+    # that refused it made every strategy fail, and the run came back uncompacted.
+    source = tmp_path / "surrogate.jsonl"
+    lines = [json.dumps({"role": "system", "content": "You are terse."})]
+    for i in range(6):
+        lines.append(json.dumps({"role": "user", "content": f"question {i} " + "words " * 80}))
+        lines.append(json.dumps({"role": "assistant", "content": f"half an emoji X then answer {i} " + "more " * 80})
+                     .replace("emoji X", "emoji \\ud83d"))
+    lines.append(json.dumps({"role": "user", "content": "last question"}))
+    source.write_text("\n".join(lines) + "\n")
+    store, report = tmp_path / "s.sqlite", tmp_path / "r.json"
+    outcome = invoke(str(source), "--max-tokens", "600", "--store", str(store), "--report", str(report), "-o",
+                     str(tmp_path / "out.jsonl"))
+    assert outcome.exit_code == 0, outcome.output
+    data = json.loads(report.read_text())
+    assert data["last_error"] is None and not data["over_budget"]
+    found = invoke("recall", "--store", str(store), "emoji")
+    assert found.exit_code == 0, found.output
+    handle = found.stdout.split()[0]
+    recalled = invoke("recall", "--store", str(store), "--id", handle, "--format", "json")
+    assert recalled.exit_code == 0, recalled.output
+    assert "\\ud83d" in recalled.stdout  # the message itself, as its JSON holds it

@@ -217,3 +217,16 @@ def test_stdin_and_bad_input(session: Path, samples: Path) -> None:
     bad = invoke("stats", str(samples / "errors" / "bad_json.jsonl"))
     assert bad.exit_code == 2 and bad.stderr.startswith("compact: error: ") and ":3:" in bad.stderr
     assert invoke("stats", str(session), "--format", "yaml").exit_code == 2
+
+
+@pytest.mark.script_launch_mode("subprocess")
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_half_an_emoji_is_shown_not_a_traceback(output_format: str, script_runner: Any, tmp_path: Path) -> None:
+    # A lone surrogate escape ("\ud83d") is valid JSON, left by truncated JavaScript strings.
+    source = tmp_path / "surrogate.jsonl"
+    source.write_text('{"role": "user", "content": "half an emoji \\ud83d here"}\n'
+                      '{"role": "assistant", "content": "ok"}\n')
+    result = script_runner.run(["compact", "stats", str(source), "--format", output_format])
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "half an emoji" in result.stdout

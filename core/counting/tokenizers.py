@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from core.counting.model_table import DEFAULT_ENCODING, KNOWN_ENCODINGS, lookup_model
 from core.errors import EncoderError
+from core.io.jsonio import valid_unicode
 
 HEURISTIC = "heuristic"
 BACKENDS = ("auto", "tiktoken", "bpe")
@@ -92,21 +93,16 @@ class BpeCounter:
         try:
             return [count(text) for text in texts]
         except UnicodeEncodeError:  # a lone surrogate (half an emoji in a JavaScript-written log)
-            return [count(_valid(text)) for text in texts]
+            return [count(valid_unicode(text)) for text in texts]
 
     def encode(self, text: str) -> list[int]:
         try:
             return list(self.tokenizer.encode(text))  # type: ignore[attr-defined]
         except UnicodeEncodeError:
-            return list(self.tokenizer.encode(_valid(text)))  # type: ignore[attr-defined]
+            return list(self.tokenizer.encode(valid_unicode(text)))  # type: ignore[attr-defined]
 
     def decode(self, tokens: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(tokens)))  # type: ignore[attr-defined]
-
-
-def _valid(text: str) -> str:
-    """``text`` with each lone surrogate as U+FFFD, as tiktoken counts it (Rust takes only valid UTF-8)."""
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @dataclass

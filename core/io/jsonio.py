@@ -43,19 +43,32 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     return value
 
 
+def valid_unicode(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD: what UTF-8-only consumers (tokenizers in Rust,
+    SQLite) can take. Valid text comes back as it is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def has_long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     return _LONG_RUN in raw.translate(_DIGITS_TO_ZERO)
 
 
-def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
-    """Compact JSON bytes (orjson's layout); a lone surrogate is written back as its \\u escape."""
+def dumps(value: Any, *, sort_keys: bool = False, indent: bool = False) -> bytes:
+    """Compact JSON bytes (orjson's layout), or indented by two spaces; a lone surrogate is written
+    back as its \\u escape."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else 0)
+        return orjson.dumps(value, option=(orjson.OPT_SORT_KEYS if sort_keys else 0)
+                            | (orjson.OPT_INDENT_2 if indent else 0))
     except orjson.JSONEncodeError:
         pass
     with deep_recursion():
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=False)
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ": ") if indent else (",", ":"),
+                          indent=2 if indent else None, sort_keys=sort_keys, allow_nan=False)
     # Lone surrogates can only sit inside strings; backslashreplace writes them as \udXXX escapes.
     return text.encode("utf-8", "backslashreplace")
 

@@ -154,13 +154,12 @@ class OffloadStore(Database):
             message_json = jsonio.dumps(item.message).decode()
         except TypeError as exc:
             raise StoreError(f"item {index}: the message is not JSON ({exc})", path=self.path) from None
-        text = str(item.text)
-        try:
-            size = len(text.encode("utf-8")) + len(message_json.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise StoreError(f"item {index}: the text is not valid Unicode (a lone surrogate)", path=self.path) from None
+        # SQLite takes UTF-8 only: a lone surrogate (half an emoji, valid in JSON) becomes U+FFFD in the
+        # searchable text; the message itself keeps it, as the \\u escape its JSON holds.
+        text = jsonio.valid_unicode(str(item.text))
+        size = len(text.encode("utf-8")) + len(message_json.encode("utf-8"))
         return {
-            "content_hash": digest, "handle": handle_of(digest), "source": str(item.source),
+            "content_hash": digest, "handle": handle_of(digest), "source": jsonio.valid_unicode(str(item.source)),
             "line": item.line, "turn": int(item.turn), "role": str(item.role), "bytes": size,
             "text": text, "message": message_json,
         }

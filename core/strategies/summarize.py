@@ -403,7 +403,9 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         text, by, notes = cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
     else:
         result = summarizer.summarize(request, workspace.counter)
-        text, by, notes = result.text, result.by, result.notes
+        # A lone surrogate quoted from the span (half an emoji) is no use in compact's own text, and
+        # the summary cache, SQLite, takes UTF-8 only.
+        text, by, notes = jsonio.valid_unicode(result.text), result.by, result.notes
         if store is not None:
             store.put_summary(key, text, {"by": by, "attempts": result.attempts})
     read, changed = tracked_files(span, memo.files)
