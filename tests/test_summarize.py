@@ -133,6 +133,42 @@ def test_a_reply_without_the_trailer_or_a_fact_is_retried_once(chat_server: Any,
     assert "appended 1 identifier(s) the summary had lost: ops@example.com" in detail
 
 
+def _cut_off(text: str) -> bytes:
+    """A completion the server ended at its token limit (finish_reason "length")."""
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "length"}]}).encode()
+
+
+CUT = '<summary topic="vault" compressed-from-turns="1-3">The vault is in Lisbon; the deploy tok'
+WHOLE = ('<summary topic="vault" compressed-from-turns="1-3">The vault is in Lisbon (ops@example.com).</summary>\n'
+         "## Preserved Kinds: decision, rationale")
+
+
+def test_a_reply_cut_off_at_its_length_limit_is_asked_again_shorter(chat_server: Any, samples: Path) -> None:
+    chat_server.raw(_cut_off(CUT))
+    chat_server.reply(WHOLE)
+    result_ = invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server))
+    assert len(chat_server.requests) == 2
+    assert "cut off at the length limit" in chat_server.requests[1][1]["messages"][0]["content"]
+    summary = read_messages(result_.stdout)[1]["content"]
+    assert "The vault is in Lisbon (ops@example.com)." in summary and "deploy tok" not in summary
+
+
+def test_a_summary_still_cut_off_says_so_in_the_transcript_and_the_report(chat_server: Any, samples: Path,
+                                                                          tmp_path: Path) -> None:
+    # Kept (it says what it says), but never passed off as whole: a model reading it knows.
+    chat_server.raw(_cut_off(CUT))
+    chat_server.raw(_cut_off(CUT))
+    report = tmp_path / "r.json"
+    result_ = invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server),
+                     "--report", str(report))
+    assert result_.exit_code == 0, result_.stderr
+    summary = read_messages(result_.stdout)[1]["content"]
+    assert "[compact: the summary was cut off here, at the summarizer's length limit]" in summary
+    detail = json.loads(report.read_text())["actions"][0]["detail"]
+    assert "cut off at the length limit" in detail
+
+
 def test_no_retry_when_quality_retry_is_off(chat_server: Any, samples: Path) -> None:
     chat_server.reply("The vault is in Lisbon.")
     invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server), "--no-quality-retry")

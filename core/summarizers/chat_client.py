@@ -145,6 +145,10 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         """The assistant text of ``choices[0].message.content``; raises SummarizerError."""
+        return self.reply(messages)[0]
+
+    def reply(self, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+        """The assistant text and the finish_reason ("length": the server cut it at max_tokens)."""
         payload = self._payload(messages)
         attempts = self.retries + 1
         for attempt in range(1, attempts + 1):
@@ -229,7 +233,7 @@ class ChatClient:
 
     # -- turning the last reply into text or an error -------------------------
 
-    def _interpret(self, reply: _Reply, attempts: int) -> str:
+    def _interpret(self, reply: _Reply, attempts: int) -> tuple[str, str | None]:
         if reply.too_large:
             raise self._error(
                 f"{self._url()} sent a reply over {MAX_REPLY_BYTES >> 20} MiB; it was not read",
@@ -262,7 +266,7 @@ class ChatClient:
                 fix="raise max_tokens" if finish == "length" else "check the model and the prompt",
                 status=reply.status, attempts=attempts,
             )
-        return content
+        return content, finish if isinstance(finish, str) else None
 
     def _transport_error(self, failure: str, attempts: int) -> SummarizerError:
         tries = _tries(attempts)

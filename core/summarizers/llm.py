@@ -18,6 +18,10 @@ from core.summarizers.chat_client import ChatClient, SummarizerError
 from core.summarizers.facts import missing_facts
 from core.summarizers.prompt import DEFAULT_PROMPT, chat_messages
 
+# A reply the server ended at max_tokens (finish_reason "length") stops mid-sentence.
+CUT_OFF = "it was cut off at the length limit: write a shorter summary, so that it ends with the trailer"
+CUT_OFF_MARK = "[compact: the summary was cut off here, at the summarizer's length limit]"
+
 
 @dataclass(frozen=True)
 class LLMSummarizer:
@@ -32,6 +36,10 @@ class LLMSummarizer:
         settings = f"{self.prompt}\0{self.quality_retry}\0{','.join(self.require_preserved_kinds)}"
         settings_hash = hashlib.sha256(settings.encode()).hexdigest()[:16]
         return f"openai:{self.client.model}:{settings_hash}"
+
+    def _problems(self, text: str, finish: str | None, request: SummaryRequest, counter: MessageCounter) -> list[str]:
+        found = self.problems(text, request, counter)
+        return [CUT_OFF, *found] if finish == "length" else found
 
     def problems(self, text: str, request: SummaryRequest, counter: MessageCounter | None = None) -> list[str]:
         found: list[str] = []
@@ -54,21 +62,25 @@ class LLMSummarizer:
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         # The server is asked for at most the summary's budget; a longer reply is retried, then cut.
         client = dataclasses.replace(self.client, max_tokens=request.max_tokens)
-        text = client.complete(chat_messages(self.prompt, request)).strip()
+        text, finish = client.reply(chat_messages(self.prompt, request))
+        text = text.strip()
         if not text:
             raise SummarizerError("the summarizer answered with an empty summary")
         attempts = 1
-        problems = self.problems(text, request, counter)
+        problems = self._problems(text, finish, request, counter)
         if problems and self.quality_retry:
-            retried = client.complete(chat_messages(self.prompt, request, problems)).strip()
+            retried, retried_finish = client.reply(chat_messages(self.prompt, request, problems))
+            retried = retried.strip()
             attempts = 2
-            if retried and len(self.problems(retried, request, counter)) <= len(problems):
-                text = retried
-            problems = self.problems(text, request, counter)
+            if retried and len(self._problems(retried, retried_finish, request, counter)) <= len(problems):
+                text, finish = retried, retried_finish
+            problems = self._problems(text, finish, request, counter)
         if counter.count_text(text) > request.max_tokens:
             from core.engine.clamp import clamp_text
 
             text = clamp_text(text, request.max_tokens, counter) or text
+        if finish == "length":  # kept (it says what it says), never passed off as whole
+            text = f"{text}\n{CUT_OFF_MARK}"
         return SummaryResult(
             text=text,
             by=f"openai:{self.client.model}",
