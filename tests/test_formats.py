@@ -183,3 +183,12 @@ def test_every_target_that_names_calls_leaves_out_a_parent_sessions_result_as_on
     losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
     assert losses.get("tool results whose call is not in the transcript (a parent session's), left out") == 1
     assert invoke(str(out), "--unlimited", "-o", str(tmp_path / "again.jsonl")).exit_code == 0
+
+
+def test_a_plain_chat_line_among_other_lines_is_named_as_chat(tmp_path: Path) -> None:
+    # It fits several formats (a Codex 2025 rollout takes bare items too): the error names the plain one.
+    path = tmp_path / "mixed.jsonl"
+    write_messages(path, [{"id": 1, "messages": [msg("user", "hi")]}, msg("user", "stray")])
+    out = invoke(str(path), "--max-tokens", "100")
+    assert out.exit_code == 2
+    assert f"{path}:2: this line is OpenAI chat but the lines before it are a conversation-per-line dataset" in out.output

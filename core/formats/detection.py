@@ -100,6 +100,7 @@ def _mostly_known(codec: Codec, lines: Sequence[Line], path: str) -> Codec:
 
 def _mixed_or_unknown(path: str, line: Line, before: list[Codec], first_line: dict[str, int]) -> InputError:
     here = [c for c in codecs().values() if _safely(c.accepts, line.data or {})]
+    here.sort(key=lambda c: c.name != OPENAI)  # plain chat fits several formats: name it as chat
     if here and first_line:
         earlier = ", ".join(c.title for c in before)
         return InputError(
