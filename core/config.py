@@ -57,6 +57,8 @@ class StrategySpec:
             if key not in types:
                 accepted = ", ".join(types) or "no parameters"
                 raise ConfigError(f"strategy {info.name} has no parameter {key!r}", fix=f"it takes {accepted}")
+            if key in params:  # one of the two would be ignored
+                raise ConfigError(f"strategy {info.name}: {key} is given twice in {text!r}", fix="give it once")
             try:
                 params[key] = _coerce(types[key], value.strip())
             except ValueError:

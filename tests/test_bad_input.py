@@ -124,6 +124,7 @@ CASES: dict[str, Case] = {
                                                says="is greater than the maximum of 1000000000000000"),
     "strategy parameter not a number": flags("-s", "sliding_window:keep_messages=many", says="keep_messages must be int"),
     "strategy parameter unknown": flags("-s", "sliding_window:keep=3", says="has no parameter 'keep'"),
+    "strategy parameter twice": flags("-s", "sliding_window:keep_messages=1,keep_messages=2", says="keep_messages is given twice"),
     "keep rule unknown kind": flags("-k", "colour:red", says="invalid keep rule 'colour:red'"),
     "keep rule bad regex": flags("-k", "match:(", says="invalid regular expression"),
     "keep rule unknown role": flags("-k", "role:asistant", says="unknown role 'asistant' in keep rule 'role:asistant' (did you mean role:assistant?"),
