@@ -213,3 +213,20 @@ def test_detected_without_from_and_invalid_lines(tmp_path: Path) -> None:
     kept = invoke(str(bad), "--unlimited", "--skip-invalid", "--report", str(report))
     assert kept.exit_code == 0 and kept.stdout == bad.read_text()
     assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [7]
+
+
+@pytest.mark.parametrize("target", ["responses", "codex"])
+def test_a_custom_tool_call_stays_custom_when_written_as_responses_items(target: str, realdata: Path,
+                                                                        tmp_path: Path) -> None:
+    # Codex's apply_patch is a freeform tool: its calls and outputs are custom_tool_call items, and a
+    # function_call holding a raw patch as "arguments" would not replay against that tool.
+    out = tmp_path / "out.jsonl"
+    source = realdata / "codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out)).exit_code == 0
+    items = [json.loads(line) for line in out.read_text().splitlines()]
+    items = [item.get("payload", item) if target == "codex" else item for item in items]
+    kinds = [item.get("type") for item in items]
+    assert kinds.count("custom_tool_call") == 11 and kinds.count("custom_tool_call_output") == 11
+    call = next(item for item in items if item.get("type") == "custom_tool_call")
+    assert call["name"] == "apply_patch" and call["input"].startswith("*** Begin Patch")
+    assert "arguments" not in call

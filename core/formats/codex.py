@@ -206,14 +206,17 @@ class Codex(Codec):
         yield {"timestamp": stamp, "type": "session_meta",
                "payload": {"id": str(uuid.uuid4()), "timestamp": stamp, "cwd": "", "originator": "compact",
                            "cli_version": "", "instructions": None, "source": "cli"}}
+        custom: set[str] = set()
         for message in messages:
             note_failed(message, losses)
-            yield from _envelopes(message, stamp, losses)
+            custom.update(message.extra.get("custom_calls", ()))
+            yield from _envelopes(message, stamp, losses, custom)
 
 
-def _envelopes(message: Message, stamp: Any, losses: Losses | None = None) -> Iterator[dict[str, Any]]:
+def _envelopes(message: Message, stamp: Any, losses: Losses | None = None,
+               custom: frozenset[str] | set[str] = frozenset()) -> Iterator[dict[str, Any]]:
     """A message's Responses items, each in a rollout line stamped ``stamp``."""
-    for item in render_items(message.data, Losses() if losses is None else losses):
+    for item in render_items(message.data, Losses() if losses is None else losses, custom):
         yield {"timestamp": stamp, "type": "response_item", "payload": item}
 
 

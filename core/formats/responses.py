@@ -149,6 +149,8 @@ class ItemReader:
         elif kind == CALL:
             group["calls"].append(canonical_call(item))
             group["layout"].append((line.number, "call", item["call_id"]))
+            if item.get("type") == "custom_tool_call":  # freeform input: written fresh, it stays custom
+                group.setdefault("custom", []).append(item["call_id"])
         else:  # reasoning, hosted call: the item itself is the part
             group["layout"].append((line.number, "part", len(parts)))
             parts.append(item)
@@ -160,7 +162,8 @@ class ItemReader:
         data: dict[str, Any] = {"role": "assistant", "content": canonical_content(group["parts"])}
         if group["calls"]:
             data["tool_calls"] = group["calls"]
-        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"])))
+        custom = {"custom_calls": tuple(group["custom"])} if group.get("custom") else {}
+        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"]), **custom))
 
     def _emit(self, data: dict[str, Any], line: Line, layout: tuple[Any, ...]) -> None:
         self.messages.append(origin_message(data, [line.number], layout=layout))
@@ -238,8 +241,10 @@ def _content_shares(before: Message, after: Message) -> tuple[dict[int, Any], li
     return shares, loose
 
 
-def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
-    """A canonical message written fresh as Responses items."""
+def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] | set[str] = frozenset(),
+                 ) -> list[dict[str, Any]]:
+    """A canonical message written fresh as Responses items (``custom``: the ids of calls read from
+    ``custom_tool_call`` items, written as such with their outputs)."""
     role = data.get("role")
     content = data.get("content")
     if role == "tool":
@@ -248,7 +253,8 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
             losses.add(PARENT_RESULTS)
             return []
         output = content if isinstance(content, str) else native_content(content, None, "output", losses)
-        return [{"type": "function_call_output", "call_id": call_id, "output": output} for call_id in call_ids]
+        return [{"type": "custom_tool_call_output" if call_id in custom else "function_call_output",
+                 "call_id": call_id, "output": output} for call_id in call_ids]
     if role == "function":
         losses.add("legacy function results (no call id)")
         return []
@@ -277,8 +283,12 @@ def render_items(data: dict[str, Any], losses: Losses) -> list[dict[str, Any]]:
         if not isinstance(function, dict):
             function = {}
         arguments = function.get("arguments", "")
-        items.append({"type": "function_call", "call_id": str(call.get("id")), "name": str(function.get("name", "")),
-                      "arguments": arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()})
+        arguments = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
+        call_id, name = str(call.get("id")), str(function.get("name", ""))
+        if call_id in custom:
+            items.append({"type": "custom_tool_call", "call_id": call_id, "name": name, "input": arguments})
+        else:
+            items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments})
     if isinstance(data.get("function_call"), dict):
         losses.add("legacy function calls (no call id)")
     return items
@@ -331,9 +341,11 @@ class Responses(Codec):
                           insert=lambda message, _: render_items(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        custom: set[str] = set()
         for message in messages:
             note_failed(message, losses)
-            yield from render_items(message.data, losses)
+            custom.update(message.extra.get("custom_calls", ()))
+            yield from render_items(message.data, losses, custom)
 
 
 def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:
