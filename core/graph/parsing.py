@@ -165,10 +165,10 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
     try:
         with gc_paused():
             document = orjson.loads(data)
-        if not jsonio.has_long_digit_run(data):
-            return document, None, False
-        # orjson read an integer past 64 bits as a float: the standard library keeps it exact.
-        return _exact(data, document), None, False
+            if not jsonio.holds_rounded_integer(document):
+                return document, None, False
+            # orjson read an integer past 64 bits as a float: the standard library keeps it exact.
+            return _exact(data, document), None, False
     except orjson.JSONDecodeError as strict_error:
         if "depth limit" in strict_error.msg:
             return None, _malformed(strict_error), False  # the standard library would overflow the stack

@@ -19,14 +19,8 @@ from typing import Any
 
 import orjson
 
-# 19 digits in a row may be an integer orjson cannot hold (past -2**63 .. 2**64-1); inside a
-# string or a fraction the match costs only a slower exact parse.
 # The byte-order mark some editors put before JSON or JSONL; readers skip it.
 UTF8_BOM = b"\xef\xbb\xbf"
-# Every ASCII digit becomes "0" and every other byte a space: a run of 19 digits is then a plain
-# substring search, twenty times faster than a regular expression over a multi-megabyte line.
-_DIGITS_TO_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
-_LONG_RUN = b"0" * 19
 _DEEP_RECURSION = 20_000  # what the standard library may recurse while writing (orjson reads 1024 deep)
 
 
@@ -38,9 +32,30 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         if "surrogate" not in exc.msg:
             raise
         return _stdlib_loads(data, exc)
-    if has_long_digit_run(data):
+    if type(value) is not str and holds_rounded_integer(value):
         return _stdlib_loads(data, None)
     return value
+
+
+# orjson reads an integer literal past 64 bits as a float of the same size: only such a float (an
+# integer value from 2**63 up) can stand for digits it lost. Looking for one in the parsed value
+# costs a few steps a message; scanning the text for long digit runs cost every byte.
+_ROUNDED = float(2**63)
+
+
+def holds_rounded_integer(value: Any) -> bool:
+    """Whether orjson may have read an integer past 64 bits in ``value`` as a float."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and (item >= _ROUNDED or item <= -_ROUNDED) and item.is_integer():
+            return True
+    return False
 
 
 def valid_unicode(text: str) -> str:
@@ -51,11 +66,6 @@ def valid_unicode(text: str) -> str:
         return text
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def has_long_digit_run(data: bytes | bytearray | memoryview | str) -> bool:
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
-    return _LONG_RUN in raw.translate(_DIGITS_TO_ZERO)
 
 
 def dumps(value: Any, *, sort_keys: bool = False, indent: bool = False) -> bytes:

@@ -199,11 +199,12 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
                      add: Callable[[int, str], None], kinds: set[str], failed: frozenset[str]) -> None:
     """What the assistant said and decided, and a line for each of its tool calls."""
     if text.strip():
-        sentences = [s for s in _SENTENCE_END.split(text) if _says_something(s)]
+        sentences = _SENTENCE_END.split(text)
         # The sentence holding the decision ("the root cause is ...") ranks with the facts; the first
         # one that says something (not an opener like "Interesting!") is a remark.
-        decided = next((s for s in sentences if _DECISION.search(s)), "")
-        said = sentences[0] if sentences else ""
+        said = next((s for s in sentences if _says_something(s)), "")
+        decided = next((s for s in sentences if _DECISION.search(s) and _says_something(s)), "") \
+            if _DECISION.search(text) else ""
         if decided:
             add(FACT, f"- assistant: {_one_line(decided, SAY_CHARS)}")
         if said and said != decided:
