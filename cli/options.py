@@ -231,20 +231,19 @@ def build_config(
     settings = base.with_overrides(context_window_tokens=context_window, strategies=strategies,
                                    keep=(*base.keep, *keep) if keep else None, **flags)
     _warn_unknown_model(settings)
-    _warn_unset_key(settings)
+    named = flags.get("api_key_env") is not None or base.api_key_env != MemoryConfig.api_key_env
+    _warn_unset_key(settings, named)
     return settings
 
 
-def _warn_unset_key(settings: Any) -> None:
+def _warn_unset_key(settings: Any, named: bool) -> None:
     """A key variable the user named but did not set: the requests go without a key, said once, up front.
 
-    The default variable stays quiet: many local servers take no key.
+    The default variable, not named, stays quiet: many local servers take no key.
     """
     import os
 
-    from core.config import MemoryConfig
-
-    if settings.summarizer != "openai" or settings.api_key_env == MemoryConfig.api_key_env:
+    if settings.summarizer != "openai" or not named:
         return
     if not os.environ.get(settings.api_key_env, "").strip():
         sys.stderr.write(f"compact: warning: ${settings.api_key_env} is not set: "

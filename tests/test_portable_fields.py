@@ -77,3 +77,29 @@ def test_other_chat_fields_are_counted_as_left_out_and_null_ones_are_not(target:
     fields = {what: count for what, count in losses.items() if what.startswith("message fields")}
     assert sorted(fields.values()) == [1, 1] and all(what.endswith(("(agent, message_type)", "(agent, thought)"))
                                                      for what in fields), losses
+
+
+def test_validate_and_check_for_judge_what_to_writes(tmp_path: Path) -> None:
+    # A chat opening with a refusal becomes an Anthropic request opening with the assistant: the
+    # check must see the request --to writes, not the one it wrote before the refusal was kept.
+    source = tmp_path / "refusal_first.jsonl"
+    lines = [{"role": "system", "content": "s"}, {"role": "assistant", "content": None, "refusal": "I will not."},
+             {"role": "user", "content": "why?"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    checked = invoke(str(source), "--unlimited", "--check-for", "anthropic")
+    written = invoke(str(source), "--unlimited", "--to", "anthropic", "--check-for", "anthropic")
+    validated = invoke("validate", str(source), "--for", "anthropic")
+    assert checked.exit_code == written.exit_code == validated.exit_code == 1
+
+
+def test_empty_fields_are_no_loss(tmp_path: Path) -> None:
+    # What the OpenAI API returns on every message: "annotations": [], "refusal": null; and "name": null.
+    source = tmp_path / "api.jsonl"
+    lines = [{"role": "user", "content": "hi", "name": None},
+             {"role": "assistant", "content": "hello", "refusal": None, "annotations": [], "audio": None},
+             {"role": "user", "content": "bye"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", "anthropic", "-o", str(tmp_path / "o"),
+                  "--report", str(report)).exit_code == 0
+    assert json.loads(report.read_text())["format"]["losses"] == []

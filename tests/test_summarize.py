@@ -247,6 +247,11 @@ def test_a_named_key_variable_that_is_unset_is_a_warning_not_a_silent_keyless_re
     monkeypatch.setenv("MY_UNSET_KEY", KEY)
     assert "warning" not in invoke(seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server),
                                    "--api-key-env", "MY_UNSET_KEY").stderr
+    # The default variable, named: a warning too; not named, none (many local servers take no key).
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = [seed(samples), "--preset", "seed", "--max-messages", "6", *llm_args(chat_server)]
+    assert "$OPENAI_API_KEY is not set" in invoke(*args, "--api-key-env", "OPENAI_API_KEY").stderr
+    assert "warning" not in invoke(*args).stderr
 
 
 def test_openai_needs_a_url_and_a_model(samples: Path) -> None:
@@ -363,8 +368,15 @@ def test_the_decision_sentence_ranks_as_a_finding_not_the_opener_before_it() -> 
     short = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=150), counted).text
     assert "The root cause is the underscore in -mnt-c-python-cctrace_test" in short
     roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
-    assert "Ah, I understand now!" not in roomy and "sense because:" not in roomy
+    assert "Ah, I understand now!" not in roomy
     assert "TodoWrite()" not in roomy
+    # A decision ending in "!" or ":" is still a decision.
+    for reply, kept in (("I see. The root cause is a race between the two writers!", "The root cause is a race"),
+                        ("Looking at the trace.\nThe fix is to guard the loop condition:\n    while n < 3:",
+                         "The fix is to guard the loop condition:")):
+        text = ExtractiveSummarizer().summarize(SummaryRequest((msg("user", "why?"), msg("assistant", reply)), 1, 1,
+                                                               max_tokens=2000), counted).text
+        assert f"- assistant: {kept}" in text
 
 
 def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> None:

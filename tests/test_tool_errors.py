@@ -122,5 +122,48 @@ def test_the_model_summarizer_is_told_which_results_failed() -> None:
                 {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "c1", "content": "no changes were necessary"},
             {"role": "tool", "tool_call_id": "c2", "content": "body"})
-    prompt = user_prompt(SummaryRequest(span, 1, 1, failed=("c1",)))
+    prompt = user_prompt(SummaryRequest(span, 1, 1, failed=(1,)))
     assert "[tool, failed] no changes were necessary" in prompt and "[tool] body" in prompt
+
+
+@pytest.mark.parametrize("target", ["openai", "responses", "codex"])
+def test_a_failed_result_left_out_is_counted_once_as_left_out(target: str, tmp_path: Path) -> None:
+    # A sidechain's result answered in the parent session has no call to name: it is left out,
+    # and its failed flag is no second loss ("the error text is kept" would be false).
+    lines = [json.loads(line) for line in (FIXTURES / "claude_code_sidechain.jsonl").read_text().splitlines()]
+    for line in lines:
+        content = line.get("message", {}).get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_result":
+                block["is_error"] = True
+    source = tmp_path / "side.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    decoded = formats.read(str(source)).messages
+    written = sum(1 for m in decoded if m.role == "tool" and m.extra.get("failed") and "tool_call_id" in m.data)
+    left_out = sum(1 for m in decoded if m.role == "tool" and m.extra.get("failed") and "tool_call_id" not in m.data)
+    assert left_out == 1
+    report = tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(tmp_path / "o"), "--report", str(report)
+                  ).exit_code == 0
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get(LOSS, 0) == written
+    assert losses["tool results whose call is not in the transcript (a parent session's), left out"] == left_out
+
+
+def test_a_reused_call_id_takes_the_failure_of_its_own_result_only() -> None:
+    # tau-bench and hand-edited logs reuse ids: the flag belongs to a result, not to an id.
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import shared_counter
+
+    def edit(text: str) -> list[dict[str, object]]:
+        return [{"role": "assistant", "content": None, "tool_calls": [{"id": "t1", "type": "function", "function": {
+                    "name": "Edit", "arguments": json.dumps({"file_path": "src/timer.js", "old_string": "a",
+                                                             "new_string": "b"})}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": text}]
+
+    span = (*edit("String to replace not found in file."), *edit("The file src/timer.js has been updated."))
+    summary = ExtractiveSummarizer().summarize(SummaryRequest(span, 1, 1, failed=(1,)),
+                                               MessageCounter(shared_counter()[0])).text
+    assert "failed: The file src/timer.js has been updated." not in summary

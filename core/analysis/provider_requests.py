@@ -55,17 +55,23 @@ def requests_for(decoded: Decoded, provider: str) -> list[WireRequest]:
 def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     """``messages`` as ``compact --to provider`` writes them, each item with its message's line."""
     from core.formats.anthropic_render import render_traced
+    from core.formats.conversion import portable
     from core.formats.openai_chat import to_chat
+    from core.formats.registry import get
     from core.formats.responses import render_items
 
     losses = Losses()
     request = WireRequest([], [])
+    if provider != OPENAI:  # what convert() does first: a refusal becomes text, other chat fields go
+        title = get(provider).title
+        messages = [portable(m, losses, title) for m in messages]
     if provider == ANTHROPIC:
         traced = list(render_traced(messages, losses))
     elif provider == OPENAI:
         traced = [(i, item) for i, m in enumerate(messages) for item in [to_chat(m.data, losses)] if item is not None]
     else:
-        traced = [(i, item) for i, m in enumerate(messages) for item in render_items(m.data, losses)]
+        custom = {call for m in messages for call in m.extra.get("custom_calls", ())}
+        traced = [(i, item) for i, m in enumerate(messages) for item in render_items(m.data, losses, custom)]
     for index, item in traced:
         if provider == ANTHROPIC and "role" not in item:
             request.system, request.system_line = item.get("system"), messages[index].line

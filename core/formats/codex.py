@@ -208,9 +208,11 @@ class Codex(Codec):
                            "cli_version": "", "instructions": None, "source": "cli"}}
         custom: set[str] = set()
         for message in messages:
-            note_failed(message, losses)
             custom.update(message.extra.get("custom_calls", ()))
-            yield from _envelopes(message, stamp, losses, custom)
+            envelopes = list(_envelopes(message, stamp, losses, custom))
+            if envelopes:  # (a result left out is counted as such, not as a flag lost)
+                note_failed(message, losses)
+            yield from envelopes
 
 
 def _envelopes(message: Message, stamp: Any, losses: Losses | None = None,

@@ -29,7 +29,7 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
             losses.add(what, dropped)
     if target != OPENAI:
         title = get(target).title
-        result = [_portable(message, losses, title) for message in result]
+        result = [portable(message, losses, title) for message in result]
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
 
@@ -43,25 +43,28 @@ NAMES_LEFT_OUT = "participant names (the format has no field for them), left out
 _CARRIED = frozenset({"role", "content", "tool_calls", "tool_call_id", "tool_call_ids", "function_call"})
 
 
-def _portable(message: Message, losses: Losses, title: str) -> Message:
+def portable(message: Message, losses: Losses, title: str) -> Message:
     """A chat message with only the fields other formats have: a refusal is what the assistant
     said, so it becomes its text; a participant's ``name`` and any other field (SWE-agent's
     ``thought``, ``action``) are left out, and counted."""
     data = message.data
     refusal = data.get("refusal")
-    named = "name" in data and data.get("role") not in ("tool", "function")
+    tool = data.get("role") in ("tool", "function")
+    named = not tool and _holds(data.get("name"))
     content = data.get("content")
     refusals = [p for p in content if isinstance(p, dict) and p.get("type") == "refusal"] if isinstance(content, list) else []
-    others = sorted(k for k in data if k not in _CARRIED and k not in ("refusal", "name") and data[k] is not None)
-    if not refusals and not named and not others and all(k in _CARRIED or k == "name" for k in data):
+    others = sorted(k for k in data if k not in _CARRIED and k not in ("refusal", "name") and _holds(data[k]))
+    if not refusals and all(k in _CARRIED or (k == "name" and tool) for k in data):
         return message
-    out = {k: v for k, v in data.items() if k in _CARRIED or (k == "name" and not named)}
+    out = {k: v for k, v in data.items() if k in _CARRIED or (k == "name" and tool)}
     if others:
         losses.add(f"message fields {title} has no place for ({', '.join(others)})")
-    if refusals:  # a refusal part: the same words, as a text part every format takes
-        losses.add(REFUSAL_AS_TEXT, len(refusals))
-        out["content"] = [{"type": "text", "text": str(p.get("refusal") or "")} if p in refusals else p
-                          for p in data["content"]]
+    if refusals:  # a refusal part: the same words, as a text part every format takes (an empty one goes)
+        said = [p for p in refusals if _holds(p.get("refusal"))]
+        if said:
+            losses.add(REFUSAL_AS_TEXT, len(said))
+        out["content"] = [{"type": "text", "text": str(p["refusal"])} if p in said else p
+                          for p in data["content"] if p not in refusals or p in said]
     if named:
         losses.add(NAMES_LEFT_OUT)
     if isinstance(refusal, str) and refusal.strip():
@@ -72,3 +75,8 @@ def _portable(message: Message, losses: Losses, title: str) -> Message:
         else:
             out["content"] = f"{content}\n\n{refusal}" if isinstance(content, str) and content.strip() else refusal
     return Message(out, message.line, None, 0, message.extra)
+
+
+def _holds(value: Any) -> bool:
+    """Whether a field says anything: null, "", [] and {} (OpenAI's empty ``annotations``) do not."""
+    return value is not None and value != "" and value != [] and value != {}

@@ -68,9 +68,9 @@ class OpenAIChat(Codec):
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         for message in messages:
-            note_failed(message, losses)
             chat = to_chat(message.data, losses)
             if chat is not None:
+                note_failed(message, losses)
                 yield chat
 
 

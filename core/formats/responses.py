@@ -343,9 +343,11 @@ class Responses(Codec):
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         custom: set[str] = set()
         for message in messages:
-            note_failed(message, losses)
             custom.update(message.extra.get("custom_calls", ()))
-            yield from render_items(message.data, losses, custom)
+            items = render_items(message.data, losses, custom)
+            if items:  # (a result left out is counted as such, not as a flag lost)
+                note_failed(message, losses)
+            yield from items
 
 
 def _rebuilt_line(step: Rebuild) -> Iterator[dict[str, Any] | bytes]:

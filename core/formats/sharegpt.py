@@ -93,9 +93,12 @@ class ShareGPT(Codec):
                               insert=lambda message, _: render_turns(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
+        turns: list[dict[str, Any]] = []
         for message in messages:
-            note_failed(message, losses)
-        turns = [turn for message in messages for turn in render_turns(message.data, losses)]
+            written = render_turns(message.data, losses)
+            if written:
+                note_failed(message, losses)
+            turns += written
         yield {"conversations": turns}
 
 

@@ -31,7 +31,6 @@ from core.messages import (
     content_text,
     is_summary,
     original_data,
-    result_ids,
     tool_calls,
     written_by_compact,
 )
@@ -390,8 +389,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         last_turn=last_turn,
         previous=previous_body or None,
         facts=tuple(facts),
-        failed=tuple(str(call_id) for p in removable if workspace.messages[p].extra.get(FAILED)
-                     for call_id in result_ids(workspace.messages[p].data)),
+        failed=tuple(i for i, p in enumerate(removable) if workspace.messages[p].extra.get(FAILED)),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
     )

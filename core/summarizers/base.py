@@ -20,7 +20,7 @@ class SummaryRequest:
     last_turn: int
     previous: str | None = None  # the body of the summary this one folds in
     facts: tuple[str, ...] = ()  # identifiers that must survive, verbatim
-    failed: tuple[str, ...] = ()  # ids of the calls whose results the transcript marks as failed
+    failed: tuple[int, ...] = ()  # the positions of the results the transcript marks as failed
     max_tokens: int = 1024
 
 

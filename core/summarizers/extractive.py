@@ -171,20 +171,26 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 
-def _newest_results(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
-    """The text of the newest DEEP_RESULTS tool results, by call id.
+def _newest_results(messages: Sequence[Mapping[str, Any]], failed: frozenset[int] = frozenset(),
+                    ) -> tuple[dict[str, str], frozenset[str]]:
+    """The text of the newest DEEP_RESULTS tool results, by call id, and the ids of those that failed
+    (``failed``: positions; an id used twice is judged by the result read for it).
 
     Only those are read for facts, errors and definitions: the summary has room for a few
     hundred lines, and reading every result of a long session costs seconds."""
     results: dict[str, str] = {}
-    for message in reversed(messages):
+    failed_ids: set[str] = set()
+    for position in range(len(messages) - 1, -1, -1):
         if len(results) >= DEEP_RESULTS:
             break
+        message = messages[position]
         if message.get("role") in ("tool", "function"):
             key = message.get("tool_call_id")
-            if key is not None:
-                results.setdefault(str(key), tool_output(content_text(message)))
-    return results
+            if key is not None and str(key) not in results:
+                results[str(key)] = tool_output(content_text(message))
+                if position in failed:
+                    failed_ids.add(str(key))
+    return results, frozenset(failed_ids)
 
 
 def _says_something(sentence: str) -> bool:
@@ -203,7 +209,8 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
         # The sentence holding the decision ("the root cause is ...") ranks with the facts; the first
         # one that says something (not an opener like "Interesting!") is a remark.
         said = next((s for s in sentences if _says_something(s)), "")
-        decided = next((s for s in sentences if _DECISION.search(s) and _says_something(s)), "") \
+        # (A decision says something however it ends: "The root cause is a race!", "The fix is to ...:")
+        decided = next((s for s in sentences if _DECISION.search(s) and len(s.split()) >= 4), "") \
             if _DECISION.search(text) else ""
         if decided:
             add(FACT, f"- assistant: {_one_line(decided, SAY_CHARS)}")
@@ -269,10 +276,9 @@ class _SpanReader:
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
-                 given: dict[int, _Given] | None = None, failed: frozenset[str] = frozenset()) -> None:
+                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset()) -> None:
         self.messages = messages
-        self.failed = failed
-        self.results = _newest_results(messages)
+        self.results, self.failed = _newest_results(messages, failed)
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
             given.clear()
@@ -363,7 +369,7 @@ class ExtractiveSummarizer:
     _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/2"
+        return "extractive/3"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed))

@@ -51,13 +51,13 @@ def _shorten(text: str) -> str:
     return f"{text[:half]}\n[… {len(text) - MAX_MESSAGE_CHARS:,} characters left out …]\n{text[-half:]}"
 
 
-def render_message(message: Mapping[str, Any], failed: frozenset[str] = frozenset()) -> str:
+def render_message(message: Mapping[str, Any], failed: bool = False) -> str:
     role = str(message.get("role", ""))
     lines = []
     text = content_text(message)
     if text.strip():
         label = f"tool {message['name']}" if role == "tool" and isinstance(message.get("name"), str) else role
-        if role == "tool" and str(message.get("tool_call_id")) in failed:
+        if failed:
             label += ", failed"
         lines.append(f"[{label}] {_shorten(text)}")
     for call in tool_calls(message):
@@ -76,7 +76,7 @@ def user_prompt(request: SummaryRequest) -> str:
             f"<previous-summary>\n{_fence(request.previous)}\n</previous-summary>\n"
         )
     failed = frozenset(request.failed)
-    body = "\n".join(filter(None, (render_message(m, failed) for m in request.messages)))
+    body = "\n".join(filter(None, (render_message(m, i in failed) for i, m in enumerate(request.messages))))
     parts.append(f"Turns {request.first_turn}-{request.last_turn} to summarize:\n<transcript>\n{_fence(body)}\n</transcript>")
     if request.facts:
         parts.append("Keep these exactly as written: " + "; ".join(request.facts))
