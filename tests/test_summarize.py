@@ -315,22 +315,30 @@ def test_the_summary_detail_is_not_garbled(tmp_path: Path) -> None:
     assert all(int(header_turns.split("-")[0]) <= int(t) <= int(header_turns.split("-")[1]) for t in body_turns)
 
 
+def _extractive(turns: list[dict[str, Any]], max_tokens: int) -> str:
+    from core.counting.counter import MessageCounter
+
+    counter, _ = shared_counter()
+    request = SummaryRequest(tuple(turns), 1, 1, max_tokens=max_tokens)
+    return ExtractiveSummarizer().summarize(request, MessageCounter(counter)).text
+
+
+def _short_and_roomy(turns: list[dict[str, Any]], short_tokens: int) -> tuple[str, str]:
+    """The summary of ``turns`` followed by 12 announcements, in ``short_tokens`` and in plenty of room."""
+    turns = [*turns, *(msg("assistant", f"Let me look at `src/export/step_{i}.py` first to see how it handles the batch.")
+                       for i in range(12))]
+    return _extractive(turns, short_tokens), _extractive(turns, 2000)
+
+
 def test_a_short_summary_keeps_findings_over_announcements_and_edit_receipts() -> None:
     """When room is short, what the assistant found beats what it said it was about to do, and an
     editor's "replaced 2 lines with 3 lines" receipt is not a fact (the change line records it)."""
-    counter, _ = shared_counter()
-    from core.counting.counter import MessageCounter
-
-    turns = [msg("user", "Find why the nightly export drops rows"),
-             msg("assistant", "The root cause is that flush_rows skips the last 512 rows because the buffer is not drained."),
-             assistant_calls(call("e1", "edit_file", path="src/export/writer.py", old_string="a", new_string="b")),
-             result("e1", "Edited src/export/writer.py: replaced 2 lines with 3 lines.")]
-    for i in range(12):
-        turns += [msg("assistant", f"Let me look at `src/export/step_{i}.py` first to see how it handles the batch.")]
-    counted = MessageCounter(counter)
-    short = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=160), counted).text
+    short, roomy = _short_and_roomy([
+        msg("user", "Find why the nightly export drops rows"),
+        msg("assistant", "The root cause is that flush_rows skips the last 512 rows because the buffer is not drained."),
+        assistant_calls(call("e1", "edit_file", path="src/export/writer.py", old_string="a", new_string="b")),
+        result("e1", "Edited src/export/writer.py: replaced 2 lines with 3 lines.")], 160)
     assert "The root cause is that flush_rows skips the last 512 rows" in short
-    roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
     assert "Let me look at `src/export/step_0.py`" in roomy  # with room, the announcements are kept too
     assert "replaced 2 lines with 3 lines" not in roomy
 
@@ -353,30 +361,21 @@ def test_the_decision_sentence_ranks_as_a_finding_not_the_opener_before_it() -> 
     """A reply opening "Ah, I understand now!" and giving its root cause three sentences later: when
     room is short the root cause is kept, the exclamation never; a call with nothing to name
     ("TodoWrite()") leaves no line."""
-    counter, _ = shared_counter()
-    from core.counting.counter import MessageCounter
-
-    turns = [msg("user", "Why does resume not find the session?"),
-             msg("assistant", "Ah, I understand now! This makes total sense because:\n\nThe session was saved under "
-                              "the wrong folder. The root cause is the underscore in -mnt-c-python-cctrace_test, "
-                              "which Claude Code writes as a hyphen."),
-             assistant_calls(call("t1", "TodoWrite", todos=[{"content": "rename", "status": "pending"}])),
-             result("t1", "Todos have been modified successfully.")]
-    for i in range(12):
-        turns += [msg("assistant", f"Let me look at `src/export/step_{i}.py` first to see how it handles the batch.")]
-    counted = MessageCounter(counter)
-    short = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=150), counted).text
+    short, roomy = _short_and_roomy([
+        msg("user", "Why does resume not find the session?"),
+        msg("assistant", "Ah, I understand now! This makes total sense because:\n\nThe session was saved under "
+                         "the wrong folder. The root cause is the underscore in -mnt-c-python-cctrace_test, "
+                         "which Claude Code writes as a hyphen."),
+        assistant_calls(call("t1", "TodoWrite", todos=[{"content": "rename", "status": "pending"}])),
+        result("t1", "Todos have been modified successfully.")], 150)
     assert "The root cause is the underscore in -mnt-c-python-cctrace_test" in short
-    roomy = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), counted).text
     assert "Ah, I understand now!" not in roomy
     assert "TodoWrite()" not in roomy
     # A decision ending in "!" or ":" is still a decision.
     for reply, kept in (("I see. The root cause is a race between the two writers!", "The root cause is a race"),
                         ("Looking at the trace.\nThe fix is to guard the loop condition:\n    while n < 3:",
                          "The fix is to guard the loop condition:")):
-        text = ExtractiveSummarizer().summarize(SummaryRequest((msg("user", "why?"), msg("assistant", reply)), 1, 1,
-                                                               max_tokens=2000), counted).text
-        assert f"- assistant: {kept}" in text
+        assert f"- assistant: {kept}" in _extractive([msg("user", "why?"), msg("assistant", reply)], 2000)
 
 
 def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> None:
