@@ -58,7 +58,7 @@ def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     from core.formats.conversion import portable
     from core.formats.openai_chat import to_chat
     from core.formats.registry import get
-    from core.formats.responses import render_items
+    from core.formats.responses import custom_call_ids, render_items
 
     losses = Losses()
     request = WireRequest([], [])
@@ -70,7 +70,7 @@ def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     elif provider == OPENAI:
         traced = [(i, item) for i, m in enumerate(messages) for item in [to_chat(m.data, losses)] if item is not None]
     else:
-        custom = {call for m in messages for call in m.extra.get("custom_calls", ())}
+        custom = custom_call_ids(messages)
         traced = [(i, item) for i, m in enumerate(messages) for item in render_items(m.data, losses, custom)]
     for index, item in traced:
         if provider == ANTHROPIC and "role" not in item:

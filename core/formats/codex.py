@@ -53,7 +53,14 @@ from core.formats.base import (
     write_back,
 )
 from core.formats.responses import CODEC as RESPONSES
-from core.formats.responses import ItemReader, accepts_item, knows_item, rebuilt_items, render_items
+from core.formats.responses import (
+    ItemReader,
+    accepts_item,
+    custom_call_ids,
+    knows_item,
+    rebuilt_items,
+    render_items,
+)
 from core.messages import Message, tool_calls
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -206,9 +213,8 @@ class Codex(Codec):
         yield {"timestamp": stamp, "type": "session_meta",
                "payload": {"id": str(uuid.uuid4()), "timestamp": stamp, "cwd": "", "originator": "compact",
                            "cli_version": "", "instructions": None, "source": "cli"}}
-        custom: set[str] = set()
+        custom = custom_call_ids(messages)
         for message in messages:
-            custom.update(message.extra.get("custom_calls", ()))
             envelopes = list(_envelopes(message, stamp, losses, custom))
             if envelopes:  # (a result left out is counted as such, not as a flag lost)
                 note_failed(message, losses)
@@ -216,7 +222,7 @@ class Codex(Codec):
 
 
 def _envelopes(message: Message, stamp: Any, losses: Losses | None = None,
-               custom: frozenset[str] | set[str] = frozenset()) -> Iterator[dict[str, Any]]:
+               custom: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
     """A message's Responses items, each in a rollout line stamped ``stamp``."""
     for item in render_items(message.data, Losses() if losses is None else losses, custom):
         yield {"timestamp": stamp, "type": "response_item", "payload": item}

@@ -241,7 +241,13 @@ def _content_shares(before: Message, after: Message) -> tuple[dict[int, Any], li
     return shares, loose
 
 
-def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] | set[str] = frozenset(),
+def custom_call_ids(messages: Sequence[Message]) -> frozenset[str]:
+    """The ids of the calls read from ``custom_tool_call`` items: written fresh, they and their
+    outputs stay custom (free-form input, not JSON arguments)."""
+    return frozenset(call for message in messages for call in message.extra.get("custom_calls", ()))
+
+
+def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = frozenset(),
                  ) -> list[dict[str, Any]]:
     """A canonical message written fresh as Responses items (``custom``: the ids of calls read from
     ``custom_tool_call`` items, written as such with their outputs)."""
@@ -341,9 +347,8 @@ class Responses(Codec):
                           insert=lambda message, _: render_items(message.data, Losses()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
-        custom: set[str] = set()
+        custom = custom_call_ids(messages)
         for message in messages:
-            custom.update(message.extra.get("custom_calls", ()))
             items = render_items(message.data, losses, custom)
             if items:  # (a result left out is counted as such, not as a flag lost)
                 note_failed(message, losses)
