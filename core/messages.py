@@ -30,6 +30,10 @@ IMAGE_TOKENS = 85
 # ``Message.extra`` key: the source marks this tool result as a failed call (Anthropic ``is_error``,
 # pi ``isError``, Gemini CLI ``status: "error"``); writers with a field for it set it again.
 FAILED = "failed"
+# A tool call's ``type`` for a custom (free-form) tool: its input is raw text, not JSON arguments.
+# Read, it is held as ``{"type": "custom", "function": {"name", "arguments": <the text>}}``, so every
+# step reads one shape; written, it is the wire's ``{"type": "custom", "custom": {"name", "input"}}``.
+CUSTOM_CALL = "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +69,7 @@ class Message:
             return self.source
         if self.source is not None:
             return bytes(self.source)  # a reference into the transcript file
-        return jsonio.dumps(self.data)
+        return jsonio.dumps(wire_message(self.data))
 
 
 def iter_text_parts(content: Any) -> Iterator[str]:
@@ -140,6 +144,40 @@ def tool_calls(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return []
     # (type(c) is dict first: an isinstance check against the Mapping ABC costs several times more)
     return [c for c in calls if type(c) is dict or isinstance(c, Mapping)]
+
+
+def canonical_calls(calls: list[Any]) -> list[Any]:
+    """The calls as every step reads them: a custom call's input held as its ``function`` arguments."""
+    return [_held(c) if type(c) is dict and c.get("type") == CUSTOM_CALL and isinstance(c.get("custom"), dict) else c
+            for c in calls]
+
+
+def _held(call: dict[str, Any]) -> dict[str, Any]:
+    custom = call["custom"]
+    out = {k: v for k, v in call.items() if k != "custom"}
+    out["function"] = {"name": custom.get("name", ""), "arguments": custom.get("input", "")}
+    return out
+
+
+def wire_message(data: dict[str, Any]) -> dict[str, Any]:
+    """A chat message as it is sent: custom calls in their wire shape (``data`` itself when it holds none)."""
+    calls = data.get("tool_calls")
+    if not calls or type(calls) is not list or not any(
+            type(c) is dict and c.get("type") == CUSTOM_CALL and "function" in c for c in calls):
+        return data
+    return {**data, "tool_calls": [_wire(c) if type(c) is dict and c.get("type") == CUSTOM_CALL else c
+                                   for c in calls]}
+
+
+def _wire(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        return call
+    arguments = function.get("arguments", "")
+    text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
+    out = {k: v for k, v in call.items() if k != "function"}
+    out["custom"] = {"name": function.get("name", ""), "input": text}
+    return out
 
 
 def call_ids(data: Mapping[str, Any]) -> list[str]:

@@ -44,7 +44,7 @@ from core.formats.dataset import is_chat_conversation, is_conversation
 from core.io import jsonio
 from core.io.rawinput import numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
-from core.messages import Message
+from core.messages import Message, wire_message
 from core.report import ConversationRow, DatasetReport, EncoderReport, summary_failed
 
 DATASET = "dataset"
@@ -133,7 +133,7 @@ class DatasetCompactor:
             [out_line] = list(sharegpt.CODEC.encode(decoded, result.messages))  # one line in, one line out
             return bytes(out_line) if isinstance(out_line, (bytes, memoryview)) else jsonio.dumps(out_line)
         out = dict(conversation)  # replacing a key's value keeps its place among the others
-        out["messages"] = [m.data for m in result.messages]
+        out["messages"] = [wire_message(m.data) for m in result.messages]
         return jsonio.dumps(out)
 
     def _sharegpt(self, conversation: dict[str, Any], number: int, raw: bytes) -> Decoded:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.messages import Message, countable_text
+from core.messages import Message, countable_text, wire_message
 
 if TYPE_CHECKING:  # the store is imported only by runs that offload (sqlite3 is not free to load)
     from core.store import OffloadStore
@@ -31,7 +31,8 @@ def offload_items(originals: Sequence[tuple[Message, int]], source: str) -> list
     from core.store import OffloadItem
 
     return [
-        OffloadItem(source=source, line=m.line, turn=turn, role=m.role, text=countable_text(m.data), message=m.data)
+        OffloadItem(source=source, line=m.line, turn=turn, role=m.role, text=countable_text(m.data),
+                    message=wire_message(m.data))  # stored as the transcript holds it
         for m, turn in originals
         if m.data
     ]

@@ -8,7 +8,7 @@ from typing import Any
 from core.formats.base import Decoded, Losses
 from core.formats.detection import OPENAI
 from core.formats.registry import get
-from core.messages import Message
+from core.messages import CUSTOM_CALL, Message, tool_calls
 
 
 def write(decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
@@ -30,10 +30,18 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     if target != OPENAI:
         title = get(target).title
         result = [portable(message, losses, title) for message in result]
+    if target not in FREE_FORM_CALLS:
+        custom = sum(1 for m in result for c in tool_calls(m.data) if c.get("type") == CUSTOM_CALL)
+        if custom:
+            losses.add(CUSTOM_AS_ARGUMENT, custom)
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
 
 
+# The targets that have custom (free-form) tool calls; the others get an ordinary call whose one
+# argument is the text.
+FREE_FORM_CALLS = frozenset({OPENAI, "responses", "codex"})
+CUSTOM_AS_ARGUMENT = "custom (free-form) tool calls, written as ordinary calls with the text as their one argument"
 REFUSAL_AS_TEXT = "refusals (written as assistant text: the format has no refusal field)"
 NAMES_LEFT_OUT = "participant names (the format has no field for them), left out"
 

@@ -15,7 +15,7 @@ from typing import Any
 from core.formats.base import PARENT_RESULTS, Codec, Decoded, Line, Losses, note_failed
 from core.io.rawinput import STDIN
 from core.io.transcript import check_message, read_transcript
-from core.messages import ROLES, Message
+from core.messages import ROLES, Message, wire_message
 
 # Content blocks only Anthropic writes; a line holding one is not OpenAI chat.
 ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
@@ -94,7 +94,7 @@ def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
         return None
     content = data.get("content")
     if not isinstance(content, list):
-        return data
+        return wire_message(data)
     allowed = PARTS_BY_ROLE.get(str(role), TEXT_ONLY)
     kept: list[Any] = []
     for part in content:
@@ -125,7 +125,7 @@ def to_chat(data: dict[str, Any], losses: Losses) -> dict[str, Any] | None:
         out["content"] = "\n\n".join(p["text"] for p in kept if isinstance(p.get("text"), str)) if kept else ""
     else:
         out["content"] = kept
-    return out
+    return wire_message(out)
 
 
 def _image_url(source: dict[str, Any]) -> dict[str, Any]:

@@ -71,7 +71,7 @@ from core.formats.responses_items import (
     with_call,
 )
 from core.io import jsonio
-from core.messages import Message, result_ids, tool_calls
+from core.messages import CUSTOM_CALL, Message, result_ids, tool_calls
 
 # --- reading -----------------------------------------------------------------------------------
 
@@ -149,8 +149,6 @@ class ItemReader:
         elif kind == CALL:
             group["calls"].append(canonical_call(item))
             group["layout"].append((line.number, "call", item["call_id"]))
-            if item.get("type") == "custom_tool_call":  # freeform input: written fresh, it stays custom
-                group.setdefault("custom", []).append(item["call_id"])
         else:  # reasoning, hosted call: the item itself is the part
             group["layout"].append((line.number, "part", len(parts)))
             parts.append(item)
@@ -162,8 +160,7 @@ class ItemReader:
         data: dict[str, Any] = {"role": "assistant", "content": canonical_content(group["parts"])}
         if group["calls"]:
             data["tool_calls"] = group["calls"]
-        custom = {"custom_calls": tuple(group["custom"])} if group.get("custom") else {}
-        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"]), **custom))
+        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"])))
 
     def _emit(self, data: dict[str, Any], line: Line, layout: tuple[Any, ...]) -> None:
         self.messages.append(origin_message(data, [line.number], layout=layout))
@@ -242,15 +239,15 @@ def _content_shares(before: Message, after: Message) -> tuple[dict[int, Any], li
 
 
 def custom_call_ids(messages: Sequence[Message]) -> frozenset[str]:
-    """The ids of the calls read from ``custom_tool_call`` items: written fresh, they and their
-    outputs stay custom (free-form input, not JSON arguments)."""
-    return frozenset(call for message in messages for call in message.extra.get("custom_calls", ()))
+    """The ids of the custom (free-form) calls: written fresh, their outputs are custom outputs too."""
+    return frozenset(str(call.get("id")) for message in messages for call in tool_calls(message.data)
+                     if call.get("type") == CUSTOM_CALL)
 
 
 def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = frozenset(),
                  ) -> list[dict[str, Any]]:
-    """A canonical message written fresh as Responses items (``custom``: the ids of calls read from
-    ``custom_tool_call`` items, written as such with their outputs)."""
+    """A canonical message written fresh as Responses items (``custom``: the ids of the custom calls,
+    whose outputs are ``custom_tool_call_output`` items)."""
     role = data.get("role")
     content = data.get("content")
     if role == "tool":
@@ -291,7 +288,7 @@ def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = 
         arguments = function.get("arguments", "")
         arguments = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
         call_id, name = str(call.get("id")), str(function.get("name", ""))
-        if call_id in custom:
+        if call.get("type") == CUSTOM_CALL:
             items.append({"type": "custom_tool_call", "call_id": call_id, "name": name, "input": arguments})
         else:
             items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments})

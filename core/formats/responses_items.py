@@ -8,6 +8,7 @@ from typing import Any
 
 from core.formats.base import Losses
 from core.io import jsonio
+from core.messages import CUSTOM_CALL
 
 MESSAGE_ROLES = ("user", "assistant", "system", "developer")
 TEXT_PARTS = ("input_text", "output_text")
@@ -183,7 +184,8 @@ def canonical_call(item: dict[str, Any]) -> dict[str, Any]:
     else:
         payload = item.get("arguments", item.get("action", item.get("input")))
         arguments = "" if payload is None else jsonio.dumps(payload).decode()
-    return {"id": item["call_id"], "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"id": item["call_id"], "type": CUSTOM_CALL if kind == "custom_tool_call" else "function",
+            "function": {"name": name, "arguments": arguments}}
 
 
 def with_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:

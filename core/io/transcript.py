@@ -31,7 +31,7 @@ from core.io.rawinput import (
 )
 from core.io.schema_loader import first_error
 from core.io.staged import atomic_write_chunks
-from core.messages import ROLES, Message
+from core.messages import ROLES, Message, canonical_calls
 
 
 @dataclass
@@ -176,6 +176,8 @@ def check_message(data: dict[str, Any], path: str, number: int) -> None:
     problem = first_error("message", data)
     if problem is not None:
         raise InputError(f"invalid message: {problem}", path=path, line=number)
+    if calls:  # valid, so a call without ``function`` is a custom one
+        data["tool_calls"] = canonical_calls(calls)
 
 
 def _calls_ok(calls: Any) -> bool:

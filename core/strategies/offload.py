@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from core.engine.placeholders import PREFIX
 from core.engine.workspace import Workspace
-from core.messages import Message, content_text, has_text, written_by_compact
+from core.messages import Message, content_text, has_text, wire_message, written_by_compact
 from core.strategies.base import Param, StrategyInfo
 
 DIGEST_CHARS = 80
@@ -48,7 +48,7 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
 def _placeholder(workspace: Workspace, turn: int, gone: list[int]) -> str:
     lines = [workspace.messages[p].line for p in gone if workspace.messages[p].line is not None]
     where = f", lines {min(lines)}-{max(lines)}" if lines else ""  # type: ignore[type-var]
-    messages = [workspace.messages[p].data for p in gone if workspace.messages[p].data]
+    messages = [wire_message(workspace.messages[p].data) for p in gone if workspace.messages[p].data]
     # One handle for the whole turn: `compact recall --id` prints every message that went, in order.
     store = workspace.seams.store
     assert store is not None  # the strategy needs the store: without one it is skipped
