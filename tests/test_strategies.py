@@ -233,6 +233,20 @@ def test_pinned_messages_survive_untouched_even_over_budget() -> None:
     assert floor["messages"] == 2 and floor["tokens"] == out.report["after"]["tokens"]
 
 
+def test_pinned_messages_that_fit_are_never_cut_when_the_strategies_fall_short() -> None:
+    # A strategy list that cannot reach the budget (here: one that only clears tool results) leaves
+    # the run over budget; the last resort is for pinned messages that alone exceed it, so the
+    # system prompt and the newest request, which fit, stay whole.
+    system, request = "You are terse. " * 60, "Now fix the failing test in parser.py. " * 60
+    messages = [msg("system", system), *[msg(role, f"Step {i}: " + "the log is quiet. " * 40)
+                                         for i in range(10) for role in ("user", "assistant")], msg("user", request)]
+    out = run_core(messages, max_tokens=2000, strategies=["clear_tool_results"])
+    assert out.report["over_budget"] is True
+    assert out.report["budget"]["floor"]["tokens"] < 2000
+    assert out.messages[0].data["content"] == system and out.messages[-1].data["content"] == request
+    assert not any(a["strategy"] == "clamp_pinned" for a in out.report["actions"])
+
+
 def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcript(tmp_path: Path) -> None:
     # Nothing is pinned by role here: an empty output would be no transcript at all.
     messages = [msg("assistant", "the first answer, long enough to count"), msg("assistant", "the last word, which is itself longer than the budget")]

@@ -243,6 +243,8 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     budget = workspace.budget
     if budget.token_limit is None or not workspace.over_budget():
         return
+    if workspace.floor()[1] <= budget.token_limit:  # they fit: the strategies fell short, which is theirs to say
+        return
     structure = workspace.structure
     newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)
     system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
@@ -257,7 +259,7 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
         if changed:
             workspace.rewrite_pinned(position, {**message.data, "content": content},
-                                     f"{what} alone exceeded the budget: its middle was cut")
+                                     f"the pinned messages alone exceeded the budget: the middle of {what} was cut")
     outcome = workspace.end("cut the middle of pinned messages that alone exceeded the budget")
     if outcome.acted:
         actions.append(_action("clamp_pinned", 0, outcome))
