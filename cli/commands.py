@@ -137,8 +137,7 @@ def _problems_on_stderr() -> Iterator[None]:
         yield
     except ProviderRejected as exc:
         for problem in exc.problems:
-            where = f"line {problem.line}" if problem.line is not None else f"message {problem.index + 1}"
-            sys.stderr.write(f"compact: {where} of the result: {problem.message} ({problem.fix})\n")
+            sys.stderr.write(f"compact: {problem.in_result()}: {problem.message} ({problem.fix})\n")
         from core.analysis.provider_check import REPAIRABLE
 
         repairable = any(p.code in REPAIRABLE for p in exc.problems)

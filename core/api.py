@@ -177,10 +177,9 @@ class ProviderRejected(CheckFailed):
         from core.analysis.provider_check import REPAIRABLE
 
         first = problems[0]
-        where = f"line {first.line}" if first.line is not None else f"message {first.index + 1}"
         repair = "; --repair drops orphan calls and results" if any(p.code in REPAIRABLE for p in problems) else ""
         super().__init__(f"the compacted transcript would be rejected by {provider} ({len(problems)} problem(s)); "
-                         "nothing was written", fix=f"first, {where} of the result: {first.message}{repair}")
+                         "nothing was written", fix=f"first, {first.in_result()}: {first.message}{repair}")
         self.provider = provider
         self.problems = problems
 

@@ -103,3 +103,28 @@ def test_empty_fields_are_no_loss(tmp_path: Path) -> None:
     assert invoke(str(source), "--unlimited", "--to", "anthropic", "-o", str(tmp_path / "o"),
                   "--report", str(report)).exit_code == 0
     assert json.loads(report.read_text())["format"]["losses"] == []
+
+
+EMPTY_LOSS = "messages with nothing to send (no text, parts or calls), left out"
+
+
+@pytest.mark.parametrize(("target", "left_out"), [("anthropic", 2), ("claude-code", 2), ("responses", 1),
+                                                  ("codex", 1), ("gemini-stream", 1)])
+def test_an_empty_message_a_target_cannot_send_is_counted_as_left_out(target: str, left_out: int,
+                                                                      tmp_path: Path) -> None:
+    # An empty user message and a reply of null content: the API targets cannot send them (the
+    # Responses family sends the empty user text), and the report says what went.
+    source = tmp_path / "empties.jsonl"
+    lines = [{"role": "system", "content": "sys"}, {"role": "user", "content": ""},
+             {"role": "assistant", "content": None}, {"role": "user", "content": "hi"}]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out, report = tmp_path / "out", tmp_path / "r.json"
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get(EMPTY_LOSS) == left_out
+    # A message with something in it is never counted so: only the empty reply is left.
+    lines[1]["content"] = "go on"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert invoke(str(source), "--unlimited", "--to", target, "-o", str(out), "--report", str(report)).exit_code == 0
+    losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
+    assert losses.get(EMPTY_LOSS) == 1

@@ -298,3 +298,16 @@ def test_compaction_keeps_an_openai_valid_transcript_valid(
         [m.data for m in out.messages], "openai", lines=[m.line for m in out.messages]
     )
     assert problems == [], [p.format("out") for p in problems]
+
+
+def test_a_result_with_nothing_to_send_is_checked_without_reading_it_back(tmp_path: Path) -> None:
+    # One user message with no content: Anthropic gets no message at all. --check-for judged the
+    # empty result by reading it back as a file, and failed with "<stdin>: the file is empty".
+    source = write_messages(tmp_path / "empty.jsonl", [{"role": "user", "content": None}])
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.json"
+    run = invoke(str(source), "--unlimited", "--to", "anthropic", "--check-for", "anthropic", "-o", str(out),
+                 "--report", str(report))
+    assert run.exit_code == 0, run.output
+    assert out.read_text() == ""
+    losses = json.loads(report.read_text())["format"]["losses"]
+    assert losses == [{"what": "messages with nothing to send (no text, parts or calls), left out", "count": 1}]

@@ -89,8 +89,16 @@ class ProviderProblem:
     fix: str
 
     def location(self, path: str) -> str:
+        if self.line is None and self.index < 0:  # the request as a whole
+            return path
         where = str(self.line) if self.line is not None else f"message {self.index + 1}"
         return f"{path}:{where}"
+
+    def in_result(self) -> str:
+        """Where it is in a result about to be written (``--check-for``)."""
+        if self.line is None and self.index < 0:
+            return "the result"
+        return f"line {self.line} of the result" if self.line is not None else f"message {self.index + 1} of the result"
 
     def format(self, path: str) -> str:
         """``FILE:LINE: problem (fix)`` on one line."""

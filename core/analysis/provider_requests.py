@@ -199,4 +199,6 @@ def validate_bytes(raw: bytes, written_as: str, provider: str) -> list[Verdict]:
 
     from core import formats
 
+    if not raw.strip():  # every message left out (nothing the target could send, in the report): no request
+        return [Verdict("", 0, [])]
     return validate(formats.read("-", source_format=written_as, stdin=io.BytesIO(raw)), provider)

@@ -20,7 +20,7 @@ from core.formats.anthropic import (
     to_blocks,
     use_block,
 )
-from core.formats.base import PARENT_RESULTS, Losses
+from core.formats.base import EMPTY_LEFT_OUT, PARENT_RESULTS, Losses, says_nothing
 from core.messages import FAILED, Message, is_summary, result_ids, tool_calls
 
 # Block types a request may carry, and the ones a tool_result's content may hold.
@@ -67,6 +67,8 @@ def render_traced(messages: Sequence[Message], losses: Losses) -> Iterator[tuple
                 if not own:
                     losses.add("system messages after the first (written as user text)")
                 _append(out, index, "user", sendable_blocks(data.get("content"), losses), keep=data.get("content"))
+        elif role in ("assistant", "user") and says_nothing(data):
+            losses.add(EMPTY_LEFT_OUT)
         elif role == "assistant":
             _append(out, index, "assistant", render_assistant(data, losses), keep=data.get("content"))
         elif role == "user":

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from core.errors import InputError
 from core.io import jsonio
 from core.io.rawinput import Line  # one line of the input, as core.io.rawinput reads it
-from core.messages import FAILED, Message
+from core.messages import FAILED, Message, tool_calls
 
 
 @dataclass
@@ -248,6 +248,8 @@ class Codec:
 # call in the transcript for a target that names it: every such target leaves it out.
 PARENT_RESULTS = "tool results whose call is not in the transcript (a parent session's), left out"
 FAILED_NOT_CARRIED = "tool results marked as failed (the format has no field for it; the error text is kept)"
+# A message with no text, no parts and no calls: a target that cannot send an empty message leaves it out.
+EMPTY_LEFT_OUT = "messages with nothing to send (no text, parts or calls), left out"
 
 
 class Losses:
@@ -261,6 +263,17 @@ class Losses:
 
     def as_list(self) -> list[dict[str, Any]]:
         return [{"what": what, "count": count} for what, count in self._counts.items()]
+
+
+def says_nothing(data: dict[str, Any]) -> bool:
+    """No text (or only blanks), no other part, no call: a message an API target cannot send."""
+    if tool_calls(data) or data.get("function_call"):
+        return False
+    content = data.get("content")
+    if isinstance(content, list):
+        return all(isinstance(p, str) and not p.strip() or isinstance(p, dict) and p.get("type") == "text"
+                   and not str(p.get("text", "")).strip() for p in content)
+    return content is None or isinstance(content, str) and not content.strip()
 
 
 def note_failed(message: Message, losses: Losses) -> None:

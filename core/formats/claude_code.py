@@ -43,6 +43,7 @@ from typing import Any
 
 from core.formats import anthropic, anthropic_render
 from core.formats.base import (
+    EMPTY_LEFT_OUT,
     Codec,
     Decoded,
     Drop,
@@ -55,6 +56,7 @@ from core.formats.base import (
     line_error,
     origin_message,
     plan,
+    says_nothing,
 )
 from core.messages import Message, is_summary, tool_calls, written_by_compact
 
@@ -163,7 +165,9 @@ class ClaudeCode(Codec):
                 losses.add(f"{role or 'role-less'} messages")
                 continue
             if line["message"]["content"] in ("", []):
-                continue  # nothing left to send (a reply of reasoning only)
+                if says_nothing(data):  # (a reply of reasoning only counted its reasoning already)
+                    losses.add(EMPTY_LEFT_OUT)
+                continue  # nothing left to send
             extra_keys = [k for k in data if k not in anthropic.CARRIED]
             if extra_keys:
                 losses.add("message fields a Claude Code log has no place for (" + ", ".join(sorted(extra_keys)) + ")")

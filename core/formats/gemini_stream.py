@@ -42,6 +42,7 @@ import orjson
 
 from core.formats.anthropic import COMPACT_PREFIXES
 from core.formats.base import (
+    EMPTY_LEFT_OUT,
     PARENT_RESULTS,
     Codec,
     Decoded,
@@ -52,6 +53,7 @@ from core.formats.base import (
     line_error,
     now_stamp,
     origin_message,
+    says_nothing,
     write_back,
 )
 from core.messages import FAILED, Message, result_ids, tool_calls
@@ -280,6 +282,8 @@ def render_message(message: Message, losses: Losses) -> list[dict[str, Any]]:
         for call in tool_calls(data):
             events.append({"type": "tool_use", "tool_name": call_name(call), "tool_id": str(call.get("id")),
                            "parameters": arguments_of(call)})
+        if not events and says_nothing(data):
+            losses.add(EMPTY_LEFT_OUT)
         return events
     if role not in ("user", "system", "developer"):
         losses.add(f"{role or 'role-less'} messages")

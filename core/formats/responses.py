@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.formats.base import (
+    EMPTY_LEFT_OUT,
     PARENT_RESULTS,
     Codec,
     Decoded,
@@ -45,6 +46,7 @@ from core.formats.base import (
     line_error,
     note_failed,
     origin_message,
+    says_nothing,
     write_back,
 )
 from core.formats.responses_items import (
@@ -294,6 +296,8 @@ def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = 
             items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments})
     if isinstance(data.get("function_call"), dict):
         losses.add("legacy function calls (no call id)")
+    if not items and says_nothing(data):
+        losses.add(EMPTY_LEFT_OUT)
     return items
 
 
