@@ -21,6 +21,7 @@ import pytest
 from core.summarizers.chat_client import MAX_REPLY_BYTES, ChatClient, SummarizerError
 from tests.chat_server import ChatServer
 from tests.conftest import SAMPLES
+from tests.helpers import invoke
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -139,6 +140,42 @@ def test_the_key_lands_in_no_file_the_run_writes(
         assert KEY.encode() not in path.read_bytes(), path
     report = json.loads((tmp_path / "report.json").read_text())
     assert any(a["strategy"] == "summarize" for a in report["actions"])
+
+
+# What `export OPENAI_API_KEY="$(cat key.txt)"` gives when the file has a second line, and its kin.
+UNSENDABLE_KEYS = {  # the key, and what the error says of it (never the key itself)
+    "a second line": ("sk-SECRET123\nX-Evil: 1", "a line break"),
+    "a carriage return": ("sk-SECRET123\rX", "a line break"),
+    "an escape character": ("sk-SECRET123\x1b[31m", "an unprintable character (U+001B)"),
+    "a curly quote": ("sk-SECRET123\u2019", "a character outside Latin-1 (U+2019)"),
+}
+
+
+@pytest.mark.parametrize(("bad_key", "holds"), UNSENDABLE_KEYS.values(), ids=UNSENDABLE_KEYS.keys())
+def test_a_key_no_header_can_carry_is_refused_before_any_request(
+    tmp_path: Path, chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch, bad_key: str, holds: str,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", bad_key)
+    result = invoke(str(SAMPLES / "agent_session.jsonl"), "--max-tokens", "3000", "--summarizer", "openai",
+                    "--summarizer-url", chat_server.url, "--summarizer-model", "m",
+                    "-o", str(tmp_path / "out.jsonl"), "--report", str(tmp_path / "report.json"))
+    assert result.exit_code == 2, result.output  # a bad setting, like a bad --summarizer-url: before any work
+    assert result.stderr == (f"compact: error: $OPENAI_API_KEY holds {holds}, which an HTTP header cannot carry "
+                             "(set OPENAI_API_KEY to the key alone, on one line)\n")
+    assert "SECRET" not in result.output
+    assert chat_server.requests == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_key_quoted_escaped_in_an_error_is_scrubbed(
+    chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the check (the variable changed after it): http.client quotes the header's repr, \\n and all."""
+    client = client_for(chat_server, retries=0)
+    monkeypatch.setenv("OPENAI_API_KEY", UNSENDABLE_KEYS["a second line"][0])
+    with pytest.raises(SummarizerError) as caught:
+        client.complete(MESSAGES)
+    assert "SECRET" not in str(caught.value) and "[redacted]" in str(caught.value)
+    assert chat_server.requests == []
 
 
 def _env() -> dict[str, str]:

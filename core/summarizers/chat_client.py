@@ -133,6 +133,12 @@ class ChatClient:
             raise ConfigError(
                 f"summarizer max_tokens {self.max_tokens}", fix="use a positive number"
             )
+        # Checked here, before any work: sent, such a key fails every attempt with an error that
+        # quotes the header (key and all), or smuggles a second header in.
+        problem = _header_problem(os.environ.get(self.api_key_env, "").strip())
+        if problem:
+            raise ConfigError(f"${self.api_key_env} holds {problem}, which an HTTP header cannot carry",
+                              fix=f"set {self.api_key_env} to the key alone, on one line")
 
     @property
     def endpoint(self) -> str:
@@ -425,19 +431,39 @@ def _snippet(text: bytes | str) -> str:
     return text if len(text) <= BODY_CHARS else text[: BODY_CHARS - 1] + "…"
 
 
+def _header_problem(key: str) -> str | None:
+    """What in ``key`` cannot go in an Authorization header, or None; names the character, never the key."""
+    for char in key:
+        if char in "\r\n":
+            return "a line break"
+        if not char.isprintable():
+            return f"an unprintable character (U+{ord(char):04X})"
+        if ord(char) > 0xFF:
+            return f"a character outside Latin-1 (U+{ord(char):04X})"
+    return None
+
+
+def _key_forms(key: str) -> list[str]:
+    """The ways a message can quote the key: raw, percent-encoded, or escaped as in a str or bytes
+    repr (http.client's "Invalid header value b'Bearer …\\n…'"); longest first, so none is cut short."""
+    forms = {key, urllib.parse.quote(key, safe=""), repr(key)[1:-1],
+             repr(key.encode("latin-1", "backslashreplace"))[2:-1]}
+    return sorted(forms, key=len, reverse=True)
+
+
 def _scrub_bytes(body: bytes, key: str) -> bytes:
     if not key:
         return body
-    for form in {key, urllib.parse.quote(key, safe="")}:
+    for form in _key_forms(key):
         body = body.replace(form.encode(), b"[redacted]")
     return body
 
 
 def _scrub(text: str, key: str) -> str:
-    """``text`` without the key, raw or percent-encoded (a JSON body is scrubbed once decoded)."""
+    """``text`` without the key in any form ``_key_forms`` knows (a JSON body is scrubbed once decoded)."""
     if not key:
         return text
-    for form in {key, urllib.parse.quote(key, safe="")}:
+    for form in _key_forms(key):
         text = text.replace(form, "[redacted]")
     return text
 
