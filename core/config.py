@@ -86,7 +86,7 @@ def _check_against_schema(kind: str, params: dict[str, Any]) -> None:
     import jsonschema
 
     rules = load_schema("config")["$defs"]["strategy"]
-    errors = list(jsonschema.Draft202012Validator(rules).iter_errors({"kind": kind, **params}))
+    errors = list(validator("config", finite=True).evolve(schema=rules).iter_errors({"kind": kind, **params}))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
         where = best.json_path.removeprefix("$.") or kind
@@ -351,7 +351,7 @@ def _validate(data: dict[str, Any], path: str) -> None:
             near = difflib.get_close_matches(key, sorted(_FIELD_NAMES | {"markers"}), n=1)
             hint = f"did you mean {near[0]!r}?" if near else "see `compact config show` for the keys"
             raise ConfigError(f"unknown key {key!r}", path=path, fix=hint)
-    errors = sorted(validator("config").iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator("config", finite=True).iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         import jsonschema.exceptions
 

@@ -119,3 +119,30 @@ def test_schema_and_registry_agree_on_every_strategy_parameter() -> None:
 
 def test_camel_case_aliases_are_accepted_on_the_command_line() -> None:
     assert StrategySpec.parse("SlidingWindow:keep_messages=4") == StrategySpec("sliding_window", {"keep_messages": 4})
+
+
+SESSION = str(Path(__file__).resolve().parent.parent / "sample_transcripts" / "agent_session.jsonl")
+NON_FINITE = {
+    # NaN passes every minimum and maximum; it must be refused like `share=inf`, not crash or do nothing.
+    "-s share=nan": ((), ["-s", "summarize:share=nan"], "strategy summarize: share: nan"),
+    "-s keep_recent=nan": ((), ["-s", "clear_tool_results:keep_recent=nan"], "strategy clear_tool_results: keep_recent: nan"),
+    "-s keep_recent=-inf": ((), ["-s", "clear_tool_results:keep_recent=-inf"], "keep_recent: -inf"),
+    "config chars_per_token = nan": (("chars_per_token = nan",), ["--encoder", "heuristic"], "chars_per_token: nan"),
+    "config share = nan": (('[[strategies]]', 'kind = "summarize"', "share = nan"), [], "strategies[0].share: nan"),
+    "config keep_recent = inf": (('[[strategies]]', 'kind = "clear_tool_results"', "keep_recent = inf"), [],
+                                 "strategies[0].keep_recent: inf"),
+}
+
+
+@pytest.mark.parametrize(("toml", "args", "says"), NON_FINITE.values(), ids=NON_FINITE.keys())
+def test_a_non_finite_number_is_refused_up_front_wherever_it_is_given(
+    tmp_path: Path, toml: tuple[str, ...], args: list[str], says: str,
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("\n".join(toml) + "\n")
+    result = invoke(SESSION, "--max-tokens", "2000", "-c", str(config), *args, "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("compact: error: "), result.stderr
+    assert says in lines[0] and "not a finite number" in lines[0], lines[0]
+    assert not (tmp_path / "out.jsonl").exists()
