@@ -37,7 +37,8 @@ FAILURES_SHOWN = 10
 
 InputsArg = Annotated[list[str], typer.Argument(metavar="INPUT", help="Transcript or dataset files, folders, or globs.", show_default=False)]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the outputs (created if missing); never one of the inputs.", file_okay=False, show_default=False)]
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes (or Ray tasks) at once; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")]
+MAX_JOBS = 4096  # far past any machine's cores; a process pool takes no more than a C int anyway
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, help=f"Processes (or Ray tasks) at once, at most {MAX_JOBS}; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="pool (a local process pool) or ray (Ray Data; pip install 'ray[data]').")]
 RayAddressOpt = Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001); default: a local instance started for the run.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Compact every input again, even when its output is up to date.")]

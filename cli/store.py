@@ -67,7 +67,8 @@ def recall(
         typer.Option("--id", metavar="HANDLE", help="Print the message or offloaded turn with this handle (or a prefix of 8+ hex digits after off_).", show_default=False),
     ] = None,
     store: StoreOpt = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Most messages to print.")] = 5,
+    # max: SQLite's LIMIT takes a 64-bit integer; 10**15 is the schema's bound on every count (= core.config.MAX_COUNT).
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=10**15, help="Most messages to print.")] = 5,
     output_format: FormatOpt = Format.text,
 ) -> None:
     words = " ".join(query or []).strip()

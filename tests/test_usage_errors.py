@@ -40,6 +40,9 @@ CASES = [
     (["config", "show", "extra"], "unexpected extra argument"),
     (["config", "show", "--config", "/"], "is a directory"),
     (["recall", "--limit", "x", "q"], "invalid value for '--limit'"),
+    (["recall", "--limit", "9223372036854775808", "q"], "less than or equal to 1000000000000000"),  # past SQLite's
+    (["batch", SESSION, "--out", "o", "--jobs", "2147483648"], "less than or equal to 4096"),  # past a C int
+    (["batch", SESSION, "--out", "o", "--jobs", "99999999999999999999"], "less than or equal to 4096"),
     (["stats", SESSION, "--top", "x"], "invalid value for '--top'"),
 ]
 
