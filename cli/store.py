@@ -49,7 +49,7 @@ def _open(store: str | None) -> OffloadStore:
 
     if not store:
         raise ConfigError("no store given", fix="pass --store PATH or set COMPACT_STORE")
-    return OffloadStore.open(store, create=False)
+    return OffloadStore.open(store, read_only=True)
 
 
 def _not_found(text: str) -> None:

@@ -81,13 +81,15 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
         yield config
         return
     from core.store import OffloadStore, StoreError
+    from core.store.database import DEFAULT_TIMEOUT, connect
 
     real = Path(config.store)
     with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as folder:
         copy = Path(folder) / "store.sqlite"
         if real.exists():
-            OffloadStore.open(real, create=False).close()  # the real run's checks: a bad store is an error
-            source = sqlite3.connect(f"{real.resolve().as_uri()}?mode=ro", uri=True)
+            # The real run's checks (a bad store is an error), then a copy read as recall reads it.
+            OffloadStore.open(real, read_only=True).close()
+            source = connect(str(real), timeout=DEFAULT_TIMEOUT, create=False, read_only=True)
             target = sqlite3.connect(copy)
             try:
                 source.backup(target)

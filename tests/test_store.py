@@ -630,3 +630,42 @@ def test_a_store_changed_outside_compact_is_one_line_not_a_traceback(damage: str
     assert result.exit_code == 2, result.output
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "the store holds a value of the wrong shape" in lines[0] and "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Any:
+    """A folder and its read-only view (a bind mount remounted read-only): what an archived or shared
+    disk is. Mounting needs root; elsewhere the test is skipped."""
+    source, view = tmp_path / "source", tmp_path / "view"
+    source.mkdir()
+    view.mkdir()
+    if subprocess.run(["mount", "--bind", str(source), str(view)], capture_output=True).returncode != 0:
+        pytest.skip("cannot bind-mount here (needs root)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], capture_output=True).returncode != 0:
+            pytest.skip("cannot remount read-only here")
+        yield source, view
+    finally:
+        subprocess.run(["umount", str(view)], capture_output=True)
+
+
+def test_a_store_on_a_read_only_disk_is_still_recalled_and_counted(read_only_folder: Any, samples: Path) -> None:
+    # A WAL store in a folder that cannot hold its -shm file: recall, stats and a dry run read it.
+    source, view = read_only_folder
+    made = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(source / "s.sqlite"),
+                  "-o", str(source / "out.jsonl"))
+    assert made.exit_code == 0, made.output
+    found = invoke("recall", "pytest", "--store", str(view / "s.sqlite"), "-n", "1")
+    assert found.exit_code == 0, found.output
+    assert "pytest" in found.stdout
+    stats = invoke("store", "stats", "--store", str(view / "s.sqlite"), "--format", "json")
+    assert stats.exit_code == 0, stats.output
+    assert json.loads(stats.stdout)["messages"] > 0
+    dry = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(view / "s.sqlite"),
+                 "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert sorted(p.name for p in view.iterdir()) == ["out.jsonl", "s.sqlite"]  # nothing written beside it
+    # A real run cannot write there, and says so in one line.
+    run = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(view / "s.sqlite"),
+                 "-o", str(source / "again.jsonl"))
+    assert run.exit_code != 0 and "compact: error:" in run.stderr and len(run.stderr.splitlines()) == 1

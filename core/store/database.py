@@ -96,7 +96,7 @@ class Database:
 
     # -- opening ---------------------------------------------------------------------
 
-    def _prepare(self, *, create: bool) -> None:
+    def _prepare(self, *, create: bool, read_only: bool = False) -> None:
         """Check FTS5 and the schema version; switch to WAL; create the schema in a new file."""
         db = self._conn()
         try:
@@ -114,15 +114,17 @@ class Database:
         if version is None and not create:
             raise StoreError("an empty file, not a compact store", path=self.path,
                              fix="give the --store file compact offloaded to")
-        self._retry(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone(), "open")
-        db.execute("PRAGMA synchronous=NORMAL")
-        if version is None:
-            self._write(self._create_schema, "create")
-        elif version > SCHEMA_VERSION:
+        if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store has schema version {version}, newer than this compact reads ({SCHEMA_VERSION})",
                 path=self.path, fix="upgrade compact, or use another --store file",
             )
+        if read_only:
+            return
+        self._retry(lambda: db.execute("PRAGMA journal_mode=WAL").fetchone(), "open")
+        db.execute("PRAGMA synchronous=NORMAL")
+        if version is None:
+            self._write(self._create_schema, "create")
 
     def _schema_version(self, db: sqlite3.Connection) -> int | None:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -218,8 +220,13 @@ class Database:
         self.close()
 
 
-def connect(path: str, *, timeout: float, create: bool) -> sqlite3.Connection:
-    """A connection to the file at ``path`` (created only with ``create``), or a StoreError saying why not."""
+def connect(path: str, *, timeout: float, create: bool, read_only: bool = False) -> sqlite3.Connection:
+    """A connection to the file at ``path`` (created only with ``create``), or a StoreError saying why not.
+
+    ``read_only`` (recall, stats, a dry run's copy) never writes, so a store on a read-only disk or
+    in a folder this user cannot write still reads: a WAL store there has no ``-shm`` file to share,
+    and is then read as immutable (nothing can be writing it).
+    """
     target = Path(path)
     if target.is_dir():
         raise StoreError("is a folder, not a store file", path=path, fix="give --store a file name")
@@ -229,12 +236,27 @@ def connect(path: str, *, timeout: float, create: bool) -> sqlite3.Connection:
                              fix="check the path or COMPACT_STORE; a store is created by offloading")
         if not target.parent.is_dir():
             raise StoreError("the store's folder does not exist", path=path, fix="create the folder first")
-    mode = "rwc" if create else "rw"
+    mode = "ro" if read_only else "rwc" if create else "rw"
     uri = f"file:{urllib.parse.quote(str(target.absolute()))}?mode={mode}"
     try:
-        return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+        if read_only and not _readable(db):
+            db.close()
+            db = sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=timeout, isolation_level=None)
+        return db
     except sqlite3.Error as exc:
         raise store_error(exc, path, "open", timeout) from None
+
+
+def _readable(db: sqlite3.Connection) -> bool:
+    """Whether a read-only connection can read (a WAL store whose folder cannot hold its -shm cannot)."""
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY):
+            return False
+        raise
+    return True
 
 
 def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreUnavailable:

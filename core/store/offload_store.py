@@ -60,6 +60,7 @@ class OffloadStore(Database):
         timeout: float = DEFAULT_TIMEOUT,
         create: bool = True,
         max_summaries: int = DEFAULT_MAX_SUMMARIES,
+        read_only: bool = False,
     ) -> OffloadStore:
         """Open (or, with ``create``, create) the store at ``path``.
 
@@ -67,7 +68,8 @@ class OffloadStore(Database):
         "refuse" or "evict_oldest"; ``timeout`` is how long a write waits for
         another process's write (seconds); ``create=False`` refuses a missing
         file instead of creating one (recall and stats never create a store);
-        ``max_summaries`` caps the summary cache (oldest entries go first).
+        ``max_summaries`` caps the summary cache (oldest entries go first); ``read_only`` never
+        writes (recall, stats), so a store on a read-only disk still reads.
         """
         name = os.fspath(path)
         if at_cap not in AT_CAP_POLICIES:
@@ -76,10 +78,10 @@ class OffloadStore(Database):
             raise StoreError(f"the size cap must be at least 1 byte, not {max_bytes}", path=name)
         if max_summaries < 1:
             raise StoreError(f"the summary cap must be at least 1, not {max_summaries}", path=name)
-        db = connect(name, timeout=timeout, create=create)
+        db = connect(name, timeout=timeout, create=create and not read_only, read_only=read_only)
         store = cls(db, name, max_bytes=max_bytes, at_cap=at_cap, timeout=timeout, max_summaries=max_summaries)
         try:
-            store._prepare(create=create)
+            store._prepare(create=create and not read_only, read_only=read_only)
         except BaseException:
             store.close()
             raise
