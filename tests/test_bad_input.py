@@ -95,8 +95,9 @@ CASES: dict[str, Case] = {
     "empty file": transcript("empty.jsonl", "the file is empty"),
     "BOM only": transcript("bom_only.jsonl", "the file is empty"),
     "blank lines only": transcript("blank_lines_only.jsonl", "only blank lines"),
-    "/dev/null": Case(("/dev/null",), "the file is empty"),
-    "empty stdin": Case(("-",), "the file is empty", stdin=b""),
+    "/dev/null": Case(("/dev/null",), "the file is empty", "/dev/null"),  # (read once, like stdin, but named)
+    "count /dev/null": Case(("count", "/dev/null"), "the file is empty", "/dev/null", writes=False),
+    "empty stdin": Case(("-",), "the file is empty", "<stdin>", stdin=b""),
     "missing file": Case(("no-such-file.jsonl",), "no such file"),
     "empty dataset": Case((bad("empty.jsonl"), "--from", "dataset"), "the file is empty; a dataset needs"),
     "dataset of blank lines": Case((bad("blank_lines_only.jsonl"), "--from", "dataset"), "only blank lines; a dataset"),

@@ -49,7 +49,7 @@ class OpenAIChat(Codec):
 
     def read_input(self, path: str, name: str, raw: bytes | None, *, skip_invalid: bool,
                    max_line_bytes: int) -> Decoded:
-        transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid,
+        transcript = read_transcript(path if raw is None else STDIN, skip_invalid=skip_invalid, name=name,
                                      stdin=None if raw is None else io.BytesIO(raw), max_line_bytes=max_line_bytes)
         return Decoded(name, self.name, [], transcript.messages, transcript.skipped_lines)
 

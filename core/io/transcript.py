@@ -76,13 +76,13 @@ class LineRef:
 
 
 def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | None = None,
-                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Transcript:
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, name: str | None = None) -> Transcript:
     """Parse a JSONL transcript; the first bad line is an error naming its line.
 
     With ``skip_invalid`` a bad line is kept verbatim in place (as a message
     no strategy touches) and listed in ``skipped_lines`` instead.
     """
-    name = "<stdin>" if path == STDIN else path
+    name = name or ("<stdin>" if path == STDIN else path)  # (a device read once is still named as given)
     transcript = Transcript(path=name, messages=[])
     number = 0
     if path == STDIN:
