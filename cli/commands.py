@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -71,8 +71,7 @@ def run(
     if dry_run:
         _print_plan(result.report, report)
         return
-    flags.save_graph(options)
-    _write_outputs(result, file, output=output, in_place=in_place, report=report)
+    _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
@@ -177,7 +176,8 @@ def _warn_strategy_errors(report: dict[str, Any]) -> None:
                              f"{' '.join(str(action['error']).split())} (its messages were left as they were)\n")
 
 
-def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None) -> None:
+def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None,
+                   graph: tuple[Path, Iterable[bytes]] | None = None) -> None:
     from cli.output import json_bytes
     from core.io.staged import StagedWrites
     from core.io.transcript import backup_chunks, write_chunks
@@ -186,10 +186,12 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     staged = StagedWrites()
     backup = ""
     # Everything is staged, then renamed together: a failure or Ctrl-C leaves no output
-    # (no report for a transcript that was never written, no backup without its rewrite).
+    # (no report or --graph-out for a transcript that was never written, no backup without its rewrite).
     try:
         if report not in (None, "-"):
             staged.add(report, [report_bytes])
+        if graph is not None:
+            staged.add(*graph)
         if in_place:
             real = os.path.realpath(file)
             backup = free_backup_name(real)

@@ -14,7 +14,7 @@ import functools
 import inspect
 import sys
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -156,13 +156,22 @@ class RunFlags:
                           source_format=self.source_format, target_format=self.target_format,
                           check_for=self.check_for, graph=graph, dry_run=dry_run)
 
-    def save_graph(self, options: Any) -> None:
-        """--graph-out: write the working graph the results were rendered with."""
-        if options.graph is not None and self.graph_out is not None:
-            from core.api import working_graph
-            from core.graph import save_snapshot
+    def graph_output(self, options: Any) -> tuple[Path, Iterable[bytes]] | None:
+        """--graph-out: where, and the snapshot of the working graph the results were rendered with."""
+        if options.graph is None or self.graph_out is None:
+            return None
+        from core.api import working_graph
+        from core.graph import dump_snapshot_chunks
 
-            save_snapshot(working_graph(options.graph).graph, self.graph_out)
+        return self.graph_out, dump_snapshot_chunks(working_graph(options.graph).graph)
+
+    def save_graph(self, options: Any) -> None:
+        """--graph-out, written on its own (`compact batch`, whose outputs are each written as they finish)."""
+        graph = self.graph_output(options)
+        if graph is not None:
+            from core.io.staged import atomic_write_chunks
+
+            atomic_write_chunks(*graph)
 
 
 @dataclass(frozen=True)

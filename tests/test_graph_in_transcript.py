@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+
+import pytest
 
 from core.io.schema_loader import validator
 from tests.helpers import invoke, read_messages
@@ -88,3 +91,33 @@ def test_an_invalid_graph_stops_the_run_before_anything_is_written(samples: Path
     assert result.exit_code == 2
     assert len(result.stderr.splitlines()) == 1 and "invalid.json" in result.stderr
     assert not target.exists()
+
+
+@pytest.mark.parametrize("failing", ["-o", "--report"])
+def test_graph_out_is_not_written_when_the_run_fails(failing: str, samples: Path, tmp_path: Path) -> None:
+    """--graph-out was saved before the transcript and the report: a run that then failed to write
+    one of them (exit 2) had merged the delta into the graph already, so the rerun merged it twice."""
+    graph = tmp_path / "graph.json"
+    shutil.copyfile(samples.parent / GRAPH, graph)
+    before = graph.read_bytes()
+    args = ["--graph", str(graph), "--graph-merge", str(samples.parent / DELTA), "--merge-weights", "sum",
+            "--graph-out", str(graph), "--unlimited"]
+    outputs = {"-o": str(tmp_path / "out.jsonl"), "--report": str(tmp_path / "r.json")}
+    unwritable = {**outputs, failing: str(tmp_path / "missing" / "x.json")}
+    failed = invoke(str(samples / "short_chat.jsonl"), *args, *[a for pair in unwritable.items() for a in pair])
+    assert failed.exit_code == 2 and "cannot write" in failed.stderr
+    assert graph.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["graph.json"]
+    done = invoke(str(samples / "short_chat.jsonl"), *args, "-o", outputs["-o"])  # the rerun merges the delta once
+    assert done.exit_code == 0, done.output
+    weights = {r["id"]: r["weight"] for r in json.loads(graph.read_text())["relationships"]}
+    assert weights["r1"] == 3
+
+
+def test_graph_out_is_written_with_the_transcript_when_strict_exits_3(samples: Path, tmp_path: Path) -> None:
+    graph, out = tmp_path / "graph.json", tmp_path / "out.jsonl"
+    result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "5", "--strict", "-o", str(out),
+                    "--graph", str(samples.parent / GRAPH), "--graph-merge", str(samples.parent / DELTA),
+                    "--graph-out", str(graph))
+    assert result.exit_code == 3, result.output
+    assert out.stat().st_size > 0 and len(json.loads(graph.read_text())["nodes"]) == 5
