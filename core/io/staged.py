@@ -4,8 +4,11 @@ Several outputs of one run (the transcript and its report) are staged to
 temporary files first and renamed into place together at the end, so a
 failure or Ctrl-C leaves none of them half-written or out of step. A path
 the user named that is a symbolic link is written through to its target; one
-that is not a regular file (a FIFO, /dev/null, /dev/stdout) is written
-directly, since it cannot be replaced by a rename. A path compact derived
+that is not a regular file (a FIFO, /dev/null) is written directly, since it
+cannot be replaced by a rename, and so is one naming a descriptor compact holds
+open (/dev/stdout, /dev/fd/N, /proc/self/fd/N): to that descriptor, so a pipe
+works and a ``>>`` redirect appends. Both are written at commit, before the
+renames. A path compact derived
 itself (``FILE.bak``, a batch output) is never followed nor opened: the rename
 replaces whatever entry is there, so a planted symlink or FIFO is harmless.
 
@@ -76,8 +79,27 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _fail(target: Path, exc: OSError) -> OutputError:
-    return OutputError(f"cannot write: {exc.strerror or exc}", path=str(target), fix="check the folder exists and is writable")
+def _fail(target: Path, exc: OSError, fix: str = "check the folder exists and is writable") -> OutputError:
+    return OutputError(f"cannot write: {exc.strerror or exc}", path=str(target), fix=fix)
+
+
+_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/(self|thread-self|\d+)/fd)/(\d+)")
+
+
+def open_descriptor(path: str | os.PathLike[str]) -> int | None:
+    """The descriptor of this process that ``path`` names (/dev/stdout, /dev/fd/3, /proc/self/fd/3), or None.
+
+    Resolving such a path gives the stream's target (``pipe:[123]``, or the file a ``>>`` redirect
+    appends to), which can be neither created beside nor renamed over: it is written as it stands.
+    """
+    name = os.path.normpath(os.path.abspath(path))
+    if name in _STREAMS:
+        return _STREAMS[name]
+    match = _FD_PATH.fullmatch(name)
+    if match is None or match.group(1) not in (None, "self", "thread-self", str(os.getpid())):
+        return None
+    return int(match.group(2))
 
 
 @dataclass
@@ -85,14 +107,19 @@ class StagedWrites:
     """Temporary files waiting to be renamed over their targets by ``commit``."""
 
     _staged: list[tuple[str, Path]] = field(default_factory=list)
+    _direct: list[tuple[Path, Iterable[bytes | memoryview]]] = field(default_factory=list)
 
     def add(self, path: str | os.PathLike[str], chunks: Iterable[bytes | memoryview], *, follow: bool = True) -> None:
         """Stage ``chunks`` for ``path``. ``follow=False`` for paths the user did not name: no
-        symlink is followed and no FIFO or device opened; the rename replaces the entry itself."""
+        symlink is followed and no FIFO or device opened; the rename replaces the entry itself.
+        A stream, a FIFO or a device the user named is kept for ``commit`` to write directly."""
         if follow:
+            if open_descriptor(path) is not None:
+                self._direct.append((Path(path), chunks))
+                return
             target = Path(os.path.realpath(path))
             if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-                self._write_special(target, chunks)
+                self._direct.append((target, chunks))
                 return
         else:
             target = Path(os.path.abspath(path))
@@ -121,14 +148,27 @@ class StagedWrites:
             raise
 
     @staticmethod
-    def _write_special(target: Path, chunks: Iterable[bytes | memoryview]) -> None:
+    def _write_directly(target: Path, chunks: Iterable[bytes | memoryview]) -> None:
+        descriptor = open_descriptor(target)
         try:
-            with open(target, "wb") as handle:
+            # A descriptor is written where it stands (a pipe, the end of a `>>` file) and left open.
+            with open(target, "wb") if descriptor is None else open(descriptor, "wb", closefd=False) as handle:
                 handle.writelines(chunks)
+        except BrokenPipeError:
+            raise  # a reader that stopped early (| head), as for stdout
         except OSError as exc:
-            raise _fail(target, exc) from None
+            if descriptor is None:
+                raise _fail(target, exc) from None
+            raise _fail(target, exc, fix="check it is open for writing") from None
 
     def commit(self) -> None:
+        """Write the streams, FIFOs and devices, then rename every staged file into place."""
+        try:
+            for target, chunks in self._direct:
+                self._write_directly(target, chunks)
+        except BaseException:
+            self.discard()
+            raise
         try:
             for tmp_name, target in self._staged:
                 os.replace(tmp_name, target)
@@ -138,6 +178,7 @@ class StagedWrites:
         self._staged.clear()
 
     def discard(self) -> None:
+        self._direct.clear()
         for tmp_name, _ in self._staged:
             try:
                 os.unlink(tmp_name)
