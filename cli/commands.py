@@ -146,10 +146,13 @@ def _problems_on_stderr() -> Iterator[None]:
 
 def _print_plan(report: dict[str, Any], target: str | None) -> None:
     """--dry-run: the plan as text, or as the report (JSON) on stdout with --report -."""
+    from cli.errors import outputs_written
     from cli.output import write_json
     from cli.render import plan_lines
 
     write_json(report, target)
+    if target is not None:
+        outputs_written()
     if target != "-":  # stdout holds one thing: the plan as JSON (the report) instead of text
         typer.echo("\n".join(plan_lines(report)))
 
@@ -178,6 +181,7 @@ def _warn_strategy_errors(report: dict[str, Any]) -> None:
 
 def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: bool, report: str | None,
                    graph: tuple[Path, Iterable[bytes]] | None = None) -> None:
+    from cli.errors import outputs_written
     from cli.output import json_bytes
     from core.io.staged import StagedWrites
     from core.io.transcript import backup_chunks, write_chunks
@@ -205,6 +209,7 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     except BaseException:
         staged.discard()
         raise
+    outputs_written()
     if in_place and not backup.endswith(".bak"):
         sys.stderr.write(f"compact: {file}: the original stays in {real}.bak; this run's input was kept as {backup}\n")
     if report == "-":

@@ -20,6 +20,7 @@ UsageError = _click_exceptions.UsageError
 NoArgsIsHelpError = _click_exceptions.NoArgsIsHelpError
 # The base class typer's group methods are declared with (typer.Context is a subclass of it).
 ClickContext = typer.core._click.core.Context
+get_current_context = typer.core._click.globals.get_current_context
 EXIT_USAGE = 2
 
 
@@ -34,6 +35,14 @@ def print_error(message: str) -> None:
 
 
 DEBUG_KEY = "compact.debug"
+WRITTEN_KEY = "compact.written"
+
+
+def outputs_written() -> None:
+    """The command's outputs are in place: from here Ctrl-C must not say that nothing was written."""
+    ctx = get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[WRITTEN_KEY] = True  # (meta is shared by the whole chain of contexts, the boundary's too)
 
 
 def usage_line(exc: Any, fallback: str = "compact") -> str:
@@ -111,7 +120,8 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
             print_error(str(exc))
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            print_error("interrupted; nothing was written")
+            print_error("interrupted; the outputs were already written" if ctx.meta.get(WRITTEN_KEY)
+                        else "interrupted; nothing was written")
             raise typer.Exit(130) from None
         except RecursionError:
             if debug_enabled(ctx):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -49,7 +50,9 @@ def test_a_reader_that_stops_early_ends_the_run_quietly() -> None:
 def test_ctrl_c_at_any_moment_is_one_line_or_a_clean_finish(tmp_path: Path) -> None:
     """From start-up imports to shutdown: exit 130 with the line, or a finished run; never a traceback."""
     outcomes = set()
+    out = tmp_path / "out.jsonl"
     for step in range(24):
+        out.unlink(missing_ok=True)
         process = subprocess.Popen(["compact", str(AGENT), "--max-tokens", "3000", "--no-cache", "-o", "out.jsonl"],
                                    cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    preexec_fn=_ctrl_c_reaches_it)
@@ -58,8 +61,10 @@ def test_ctrl_c_at_any_moment_is_one_line_or_a_clean_finish(tmp_path: Path) -> N
         _, stderr = process.communicate(timeout=60)
         text = stderr.decode()
         assert "Traceback" not in text, text
-        if process.returncode == 130:
-            assert text == "compact: error: interrupted; nothing was written\n"
+        if process.returncode == 130:  # (past the rename, the line says what is in place)
+            written = "compact: error: interrupted; the outputs were already written\n"
+            assert text in ("compact: error: interrupted; nothing was written\n", written)
+            assert out.exists() == (text == written), text
         else:
             assert process.returncode == 0 and text == "", (process.returncode, text)
         outcomes.add(process.returncode)
@@ -123,3 +128,37 @@ def test_ctrl_c_while_the_options_are_parsed_leaves_at_once(tmp_path: Path) -> N
                                  capture_output=True, text=True, timeout=60, preexec_fn=_ctrl_c_reaches_it)
         assert (process.returncode, process.stderr) == (130, "compact: error: interrupted; nothing was written\n")
         assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_after_the_outputs_are_in_place_says_they_were_written(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the table is drawn, once -o and --report were replaced, said "nothing was written"."""
+    import cli.commands
+    from tests.helpers import invoke
+
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.json"
+    out.write_text("OLD\n")
+    report.write_text("OLD\n")
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.commands, "_show", interrupted)
+    result = invoke(str(AGENT), "--max-tokens", "3000", "--no-cache", "-o", str(out), "--report", str(report))
+    assert (result.exit_code, result.stderr) == (130, "compact: error: interrupted; the outputs were already written\n")
+    assert json.loads(report.read_text())["after"]["tokens"] < 3000
+    assert out.read_text().count("\n") == json.loads(report.read_text())["after"]["messages"]
+
+
+def test_ctrl_c_after_a_dry_run_wrote_its_report_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import cli.render
+    from tests.helpers import invoke
+
+    def interrupted(*args: object, **kwargs: object) -> list[str]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.render, "plan_lines", interrupted)
+    report = tmp_path / "r.json"
+    result = invoke(str(AGENT), "--max-tokens", "3000", "--no-cache", "--dry-run", "--report", str(report))
+    assert (result.exit_code, result.stderr) == (130, "compact: error: interrupted; the outputs were already written\n")
+    assert json.loads(report.read_text())["after"]["tokens"] < 3000
