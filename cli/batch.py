@@ -74,7 +74,7 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
-    options = flags.options(dry_run=dry_run)
+    options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_encoder(config)
     tasks = plan_batch(inputs, str(out), config, options, force=force)

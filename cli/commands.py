@@ -59,7 +59,7 @@ def run(
 
     if output is not None and str(output) == "-":
         output = None  # `-o -` is stdout, as `-` is stdin and `--report -` is stdout
-    options = flags.options(dry_run=dry_run)
+    options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_destinations(file, output, in_place, report, store=config.store, graph_out=flags.graph_out,
                         dry_run=dry_run, converting=flags.target_format is not None)

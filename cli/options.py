@@ -110,6 +110,12 @@ class SettingsFlags:
     quality_retry: QualityRetryOpt = None
     max_line_bytes: MaxLineOpt = None
 
+    def budget_flag(self) -> str | None:
+        """The budget flag given on the command line, if any."""
+        given = [("--max-tokens", self.max_tokens), ("--max-messages", self.max_messages),
+                 ("--max-fraction", self.max_fraction)]
+        return next((name for name, value in given if value is not None), None)
+
     def build(self) -> Any:
         """The MemoryConfig: the config file (or the defaults), these flags over it."""
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "config"}
@@ -139,11 +145,14 @@ class RunFlags:
     graph_max_relationships: GraphRelsOpt = 128
     debug: DebugOpt = False
 
-    def options(self, *, dry_run: bool = False) -> Any:
-        """The RunOptions, every combination checked here, before any work (a summarizer may cost money)."""
+    def options(self, *, dry_run: bool = False, budget: str | None = None) -> Any:
+        """The RunOptions, every combination checked here, before any work (a summarizer may cost money).
+        ``budget``: the budget flag given, which --unlimited would ignore."""
         from core.api import GraphOptions, RunOptions, working_graph
 
         mode = RunOptions.mode_of(full=self.full, unlimited=self.unlimited)
+        if self.unlimited and budget is not None:
+            raise ConfigError(f"--unlimited compacts nothing, so {budget} would be ignored", fix="give one of them")
         graph = None
         if self.graph is not None:
             graph = GraphOptions(str(self.graph), str(self.graph_merge) if self.graph_merge else None,

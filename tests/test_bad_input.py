@@ -120,6 +120,8 @@ CASES: dict[str, Case] = {
                                                              says="cannot read the summary prompt: No such file"),
     "unknown option": flags("--max-tokenz", "5", says="no such option: --max-tokenz"),
     "both token budgets": flags("--max-tokens", "5", "--max-fraction", "0.5", says="mutually exclusive"),
+    "a budget --unlimited would ignore": flags("--unlimited", "--max-tokens", "5",
+                                               says="--unlimited compacts nothing, so --max-tokens would be ignored"),
     "unknown strategy": flags("-s", "slidin_window", says="did you mean"),
     "strategy parameter beyond 64 bits": flags("-s", "clamp_oversized_messages:max_part_tokens=99999999999999999999999",
                                                says="is greater than the maximum of 1000000000000000"),

@@ -313,6 +313,7 @@ def test_the_pool_never_submits_more_than_jobs_tasks(tree: Path, tmp_path: Path,
         (["{tree}/a", "--out", "{tmp}/out", "--ray-address", "auto"], "--ray-address needs --engine ray"),
         (["{tree}/a", "--out", "{tmp}/out", "--encoder", "cl100k"], "unknown encoder 'cl100k'"),
         (["{tree}/a", "--out", "{tmp}/out", "--full", "--unlimited"], "mutually exclusive"),
+        (["{tree}/a", "--out", "{tmp}/out", "--unlimited", "--max-messages", "3"], "--max-messages would be ignored"),
         (["{tree}/a", "--out", "{tmp}/out", "--report", "{tree}/a/session.jsonl"], "names an input or an output"),
     ],
 )
