@@ -100,8 +100,9 @@ def batch(
     totals = document.totals
     if totals.failed:
         stopped = f"; --fail-fast stopped the run, {totals.not_run:,} not run" if totals.not_run else ""
-        sys.stderr.write(f"compact: error: {totals.failed:,} of {totals.inputs:,} inputs failed{stopped}"
-                         " (the report lists each with its error)\n")
+        first = next((row.error for row in rows if row.error), "unknown")  # the table may be off: one reason at least
+        sys.stderr.write(f"compact: error: {totals.failed:,} of {totals.inputs:,} inputs failed{stopped}; "
+                         f"the first: {first} (the report lists each with its error)\n")
         raise typer.Exit(EXIT_CHECK_FAILED)
     if flags.strict and totals.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)

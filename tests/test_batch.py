@@ -80,7 +80,7 @@ def test_batch_over_a_folder_with_nested_folders_a_dataset_and_a_broken_file(tre
     out = tmp_path / "out"
     result, report = run_batch(str(tree), "--out", str(out), *BUDGET, "--jobs", "2", "--report", str(tmp_path / "r.json"))
     assert result.exit_code == 1, "a failed input makes the exit code 1; the others are done"
-    assert "1 of 4 inputs failed" in result.stderr
+    assert "1 of 4 inputs failed; the first: " in result.stderr and "broken" in result.stderr  # its reason, table or not
 
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert written == ["a/.session.jsonl.compact.json", "a/b/.small.jsonl.compact.json", "a/b/small.jsonl",
