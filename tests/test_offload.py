@@ -137,3 +137,22 @@ def test_a_lone_surrogate_is_offloaded_and_recalled_exactly(tmp_path: Path) -> N
     recalled = invoke("recall", "--store", str(store), "--id", handle, "--format", "json")
     assert recalled.exit_code == 0, recalled.output
     assert "\\ud83d" in recalled.stdout  # the message itself, as its JSON holds it
+
+
+def test_a_turn_whose_request_stays_pinned_is_not_said_to_have_asked_the_reply(tmp_path: Path) -> None:
+    # The task statement stays (pinned); its turn's reply is offloaded alone. The placeholder said
+    # 'asked: "OK."' of the assistant's reply, and "1 messages".
+    source = tmp_path / "t.jsonl"
+    turns = [{"role": "user", "content": "We are tuning app/config.py."}, {"role": "assistant", "content": "OK, reading it."}]
+    for i in range(6):
+        turns += [{"role": "user", "content": f"Step {i}: check the logs. " + "Quiet. " * 30},
+                  {"role": "assistant", "content": f"Step {i} checked. " + "Quiet. " * 30}]
+    source.write_text("".join(json.dumps(m) + "\n" for m in [*turns, {"role": "user", "content": "Now run the tests."}]))
+    result = invoke(str(source), "--max-tokens", "400", "--store", str(tmp_path / "s.db"), "-s", "offload")
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    first = next(m["content"] for m in out if m["content"].startswith("[compact: turn 1 offloaded"))
+    assert first.startswith("[compact: turn 1 offloaded (1 message, line 2);")
+    assert 'assistant said: "OK, reading it."' in first and "asked:" not in first
+    second = next(m["content"] for m in out if m["content"].startswith("[compact: turn 2 offloaded"))
+    assert second.startswith("[compact: turn 2 offloaded (2 messages, lines 3-4);") and 'asked: "Step 0:' in second

@@ -47,18 +47,20 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
 
 def _placeholder(workspace: Workspace, turn: int, gone: list[int]) -> str:
     lines = [workspace.messages[p].line for p in gone if workspace.messages[p].line is not None]
-    where = f", lines {min(lines)}-{max(lines)}" if lines else ""  # type: ignore[type-var]
+    low, high = (min(lines), max(lines)) if lines else (None, None)  # type: ignore[type-var]
+    where = "" if not lines else f", line {low}" if low == high else f", lines {low}-{high}"
     messages = [wire_message(workspace.messages[p].data) for p in gone if workspace.messages[p].data]
     # One handle for the whole turn: `compact recall --id` prints every message that went, in order.
     store = workspace.seams.store
     assert store is not None  # the strategy needs the store: without one it is skipped
     handle = store.stage_group(messages)
-    asked = next((content_text(workspace.messages[p].data) for p in gone if has_text(workspace.messages[p].data)), "")
-    return (
-        f"{PREFIX} turn {turn + 1} offloaded ({len(gone)} messages{where}); "
-        f"recall: compact recall --id {handle}; "
-        f'asked: "{_digest(asked)}"]'
-    )
+    said = [workspace.messages[p].data for p in gone if has_text(workspace.messages[p].data)]
+    # The request, when it went too; else (the request stays pinned) the first thing said, and by whom.
+    asked = next((data for data in said if data.get("role") == "user"), None)
+    first = asked or (said[0] if said else None)
+    gist = "" if first is None else f'; {"asked" if asked else str(first.get("role")) + " said"}: "{_digest(content_text(first))}"'
+    return (f"{PREFIX} turn {turn + 1} offloaded ({len(gone)} message{'' if len(gone) == 1 else 's'}{where}); "
+            f"recall: compact recall --id {handle}{gist}]")
 
 
 STRATEGY = StrategyInfo(
