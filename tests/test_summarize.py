@@ -371,10 +371,10 @@ def test_the_decision_sentence_ranks_as_a_finding_not_the_opener_before_it() -> 
     assert "The root cause is the underscore in -mnt-c-python-cctrace_test" in short
     assert "Ah, I understand now!" not in roomy
     assert "TodoWrite()" not in roomy
-    # A decision ending in "!" or ":" is still a decision.
+    # A decision ending in "!" or ":" is still a decision; one leading in to what follows keeps it.
     for reply, kept in (("I see. The root cause is a race between the two writers!", "The root cause is a race"),
                         ("Looking at the trace.\nThe fix is to guard the loop condition:\n    while n < 3:",
-                         "The fix is to guard the loop condition:")):
+                         "The fix is to guard the loop condition: while n < 3:")):
         assert f"- assistant: {kept}" in _extractive([msg("user", "why?"), msg("assistant", reply)], 2000)
 
 

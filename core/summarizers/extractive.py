@@ -210,8 +210,11 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
         # one that says something (not an opener like "Interesting!") is a remark.
         said = next((s for s in sentences if _says_something(s)), "")
         # (A decision says something however it ends: "The root cause is a race!", "The fix is to ...:")
-        decided = next((s for s in sentences if _DECISION.search(s) and len(s.split()) >= 4), "") \
-            if _DECISION.search(text) else ""
+        at = next((i for i, s in enumerate(sentences) if _DECISION.search(s) and len(s.split()) >= 4), None) \
+            if _DECISION.search(text) else None
+        decided = "" if at is None else sentences[at]
+        if decided.rstrip().endswith(":") and at is not None and at + 1 < len(sentences):
+            decided = f"{decided.rstrip()} {sentences[at + 1].strip()}"  # the lead-in and what it leads to
         if decided:
             add(FACT, f"- assistant: {_one_line(decided, SAY_CHARS)}")
         if said and said != decided:
@@ -369,7 +372,7 @@ class ExtractiveSummarizer:
     _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/3"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/4"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed))
