@@ -159,6 +159,15 @@ def _held(call: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def custom_input(call: Mapping[str, Any]) -> str | None:
+    """A custom (free-form) call's input, as text never parsed (it may look like JSON); None for other calls."""
+    if call.get("type") != CUSTOM_CALL:
+        return None
+    function = call.get("function")
+    arguments = function.get("arguments", "") if isinstance(function, Mapping) else ""
+    return arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
+
+
 def wire_message(data: dict[str, Any]) -> dict[str, Any]:
     """A chat message as it is sent: custom calls in their wire shape (``data`` itself when it holds none)."""
     calls = data.get("tool_calls")

@@ -17,7 +17,7 @@ from tests import sdk_oracle
 from tests.helpers import invoke, read_messages, write_messages
 
 PATCH = "*** Begin Patch\n*** Update File: app/config.py\n@@\n-RETRIES = 3\n+RETRIES = 5\n*** End Patch\n"
-LOSS = "custom (free-form) tool calls, written as ordinary calls with the text as their one argument"
+LOSS = "custom (free-form) tool calls, written as ordinary calls with the text as their one argument, input"
 
 
 def strings(value: object) -> list[str]:
@@ -99,6 +99,11 @@ def test_formats_without_free_form_calls_get_the_text_as_an_argument_and_say_so(
     text = out.read_text()
     written = json.loads(text) if target == "gemini-chat" else read_messages(text)  # one JSON document
     assert PATCH in strings(written)  # the patch text, whole
+    # Text that looks like JSON is still text: its one argument, never parsed into an object.
+    looks = '{"path": "a.py",  "x": 1}'
+    assert invoke(str(chat_session(tmp_path, looks)), "--unlimited", "--to", target, "-o", str(out)).exit_code == 0
+    text = out.read_text()
+    assert looks in strings(json.loads(text) if target == "gemini-chat" else read_messages(text))
     losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
     assert losses.get(LOSS) == 1
 
@@ -152,3 +157,18 @@ def test_an_offloaded_custom_call_is_recalled_as_the_transcript_held_it(tmp_path
     assert found.exit_code == 0, found.output
     [hit] = json.loads(found.stdout)
     assert hit["message"] == messages[2]
+
+
+def test_a_memoised_run_and_the_library_check_see_custom_calls_as_a_fresh_run_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.analysis.provider_check import check_transcript
+    from core.api import compact_file
+    from core.config import MemoryConfig
+
+    monkeypatch.setenv("COMPACT_CACHE_DIR", str(tmp_path / "cache"))
+    source = chat_session(tmp_path)
+    config = MemoryConfig().with_overrides(max_tokens=4000)
+    fresh, memoised = (compact_file(str(source), config) for _ in range(2))
+    assert fresh.workspace is not None and memoised.workspace is None  # the second answered by the run memo
+    assert [m.data for m in memoised.messages] == [m.data for m in fresh.messages]
+    assert fresh.messages[2].data["tool_calls"][0]["function"]["arguments"] == PATCH
+    assert check_transcript([m.data for m in fresh.messages], "openai") == []

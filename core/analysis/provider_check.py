@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.errors import ConfigError
-from core.messages import Message, call_name, tool_calls
+from core.messages import Message, call_name, tool_calls, wire_message
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -134,7 +134,7 @@ def check_transcript(
         raise ValueError("lines must give one entry per message")
     numbers: list[int | None] = list(lines) if lines is not None else [None] * len(messages)
     if provider == OPENAI:
-        request = WireRequest([dict(m) for m in messages], numbers)
+        request = WireRequest([wire_message(dict(m)) for m in messages], numbers)
     else:
         wrapped = [Message(data=dict(m), line=n) for m, n in zip(messages, numbers)]
         request = rendered(wrapped, provider)

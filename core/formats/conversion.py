@@ -41,7 +41,7 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
 # The targets that have custom (free-form) tool calls; the others get an ordinary call whose one
 # argument is the text.
 FREE_FORM_CALLS = frozenset({OPENAI, "responses", "codex"})
-CUSTOM_AS_ARGUMENT = "custom (free-form) tool calls, written as ordinary calls with the text as their one argument"
+CUSTOM_AS_ARGUMENT = "custom (free-form) tool calls, written as ordinary calls with the text as their one argument, input"
 REFUSAL_AS_TEXT = "refusals (written as assistant text: the format has no refusal field)"
 NAMES_LEFT_OUT = "participant names (the format has no field for them), left out"
 

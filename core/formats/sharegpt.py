@@ -51,7 +51,7 @@ from core.formats.base import (
     write_back,
 )
 from core.io import jsonio
-from core.messages import Message
+from core.messages import Message, custom_input
 
 ROLE_OF = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
            "function_call": "call", "observation": "tool", "tool": "tool"}
@@ -254,8 +254,10 @@ def _call_value(calls: list[dict[str, Any]], before: Any = None) -> str:
     for call in calls:
         function = call.get("function") or {}
         arguments = function.get("arguments", "{}")
+        free_form = custom_input(call)
         try:
-            parsed = jsonio.loads(arguments) if isinstance(arguments, str) else arguments
+            parsed = {"input": free_form} if free_form is not None else \
+                jsonio.loads(arguments) if isinstance(arguments, str) else arguments
         except json.JSONDecodeError:
             parsed = arguments
         items.append({"name": function.get("name", ""), "arguments": parsed})
