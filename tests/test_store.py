@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -669,3 +670,30 @@ def test_a_store_on_a_read_only_disk_is_still_recalled_and_counted(read_only_fol
     run = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(view / "s.sqlite"),
                  "-o", str(source / "again.jsonl"))
     assert run.exit_code != 0 and "compact: error:" in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+def test_a_read_only_store_with_unmerged_writes_is_an_error_not_a_stale_answer(read_only_folder: Any, samples: Path,
+                                                                             tmp_path: Path) -> None:
+    # Another connection holds the store open, so the second run's writes stay in its -wal file; a copy
+    # of both files on a read-only disk cannot be read whole without a -shm file. Reading the main
+    # file alone would answer from before the second run, and say nothing.
+    source, view = read_only_folder
+    live = tmp_path / "live"
+    live.mkdir()
+    store = live / "s.sqlite"
+    first = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(store), "-o", os.devnull)
+    assert first.exit_code == 0, first.output
+    holder = sqlite3.connect(store)
+    try:
+        holder.execute("SELECT count(*) FROM messages").fetchone()
+        second = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "4", "--store", str(store),
+                        "-s", "offload", "-o", os.devnull)
+        assert second.exit_code == 0, second.output
+        assert (live / "s.sqlite-wal").stat().st_size > 0
+        for name in ("s.sqlite", "s.sqlite-wal"):
+            (source / name).write_bytes((live / name).read_bytes())
+    finally:
+        holder.close()
+    found = invoke("recall", "vault", "--store", str(view / "s.sqlite"))
+    assert found.exit_code == 2
+    assert "writes not yet merged into it (its -wal file)" in found.stderr and len(found.stderr.splitlines()) == 1

@@ -225,7 +225,8 @@ def connect(path: str, *, timeout: float, create: bool, read_only: bool = False)
 
     ``read_only`` (recall, stats, a dry run's copy) never writes, so a store on a read-only disk or
     in a folder this user cannot write still reads: a WAL store there has no ``-shm`` file to share,
-    and is then read as immutable (nothing can be writing it).
+    and is then read as it stands in its main file, unless a ``-wal`` file holds writes not merged
+    into it yet (which it would miss): that is an error saying so.
     """
     target = Path(path)
     if target.is_dir():
@@ -242,6 +243,13 @@ def connect(path: str, *, timeout: float, create: bool, read_only: bool = False)
         db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
         if read_only and not _readable(db):
             db.close()
+            # Read as immutable, SQLite ignores the -wal file: what it holds would silently be missing.
+            wal = Path(f"{target}-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                raise StoreUnavailable(
+                    "cannot read the store here: it has writes not yet merged into it (its -wal file), which "
+                    "SQLite reads only through a -shm file this folder cannot hold", path=path,
+                    fix="copy the store and its -wal file into a folder you can write and recall from there")
             db = sqlite3.connect(f"{uri}&immutable=1", uri=True, timeout=timeout, isolation_level=None)
         return db
     except sqlite3.Error as exc:
