@@ -74,6 +74,10 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
+    from core.io.staged import names_stdout
+
+    if report is not None and names_stdout(report):
+        report = "-"  # the report on stdout, the table then on stderr
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_encoder(config)

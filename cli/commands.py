@@ -56,9 +56,13 @@ def run(
 ) -> None:
     from core.api import compact_source
     from core.engine.pipeline import UNLIMITED
+    from core.io.staged import names_stdout
 
-    if output is not None and str(output) == "-":
-        output = None  # `-o -` is stdout, as `-` is stdin and `--report -` is stdout
+    # `-o -` (or /dev/stdout) is stdout, as `-` is stdin and `--report -` is stdout: stdout holds one thing.
+    if output is not None and names_stdout(output):
+        output = None
+    if report is not None and names_stdout(report):
+        report = "-"
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_destinations(file, output, in_place, report, store=config.store, graph_out=flags.graph_out,
@@ -102,7 +106,7 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
                         graph_out: Any, dry_run: bool, converting: bool) -> None:
     """Where the transcript, the report, the store and the graph go: checked before anything runs.
     Each its own file, none of them the input (two naming one file destroyed one of them)."""
-    from core.io.staged import same_file
+    from core.io.staged import names_stdout, same_file
 
     if in_place and output is not None:
         raise ConfigError("--in-place and --output are mutually exclusive", fix="give one of them")
@@ -125,6 +129,9 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
                 raise ConfigError(f"{first} and {second} name the same file {other}", fix="give each its own file")
     if report == "-" and output is None and not in_place and not dry_run:
         raise ConfigError("--report - needs the transcript in a file", fix="add -o FILE or --in-place, or give --report a file")
+    if graph_out is not None and names_stdout(graph_out) and (report == "-" or output is None and not in_place):
+        raise ConfigError("--graph-out names stdout, where the transcript or the report already goes",
+                          fix="write the graph, the transcript or the report to a file")
 
 
 @contextlib.contextmanager

@@ -80,3 +80,25 @@ def test_a_run_that_fails_writes_nothing_to_the_stream(tmp_path: Path) -> None:
     process = compact("--report", "/dev/stdout", "-o", str(tmp_path / "missing" / "x.jsonl"), capture_output=True)
     assert process.returncode == 2 and b"cannot write" in process.stderr
     assert process.stdout == b""
+
+
+@pytest.mark.parametrize("name", STDOUT_NAMES)
+def test_stdout_named_by_its_path_still_holds_one_thing(name: str, tmp_path: Path) -> None:
+    """--report /dev/stdout is --report -: with the transcript also on stdout it is refused, and the
+    report alone on stdout is pure JSON (a dry run's plan and a batch table then go to stderr)."""
+    if not os.path.exists(name):
+        pytest.skip(f"no {name} here")
+    both = compact("--report", name, capture_output=True)
+    assert both.returncode == 2 and both.stdout == b""
+    assert b"--report - needs the transcript in a file" in both.stderr
+    alone = compact("-o", str(tmp_path / "out.jsonl"), "--report", name, capture_output=True)
+    assert alone.returncode == 0 and json.loads(alone.stdout)["after"]["messages"] > 0
+    dry = subprocess.run(["compact", str(SHORT), "--max-tokens", "40", "--dry-run", "--report", name],
+                         capture_output=True, timeout=60)
+    assert dry.returncode == 0 and json.loads(dry.stdout)["mode"] == "budget"
+    batch = subprocess.run(["compact", "batch", str(SHORT), "--out", str(tmp_path / "b"), "--max-tokens", "40",
+                            "--report", name, "--table"], capture_output=True, timeout=120)
+    assert batch.returncode == 0, batch.stderr
+    assert json.loads(batch.stdout)["totals"]["inputs"] == 1
+    graph = compact("--graph", str(SAMPLES / "graph" / "valid.json"), "--graph-out", name, capture_output=True)
+    assert graph.returncode == 2 and b"--graph-out names stdout" in graph.stderr

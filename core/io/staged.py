@@ -102,6 +102,12 @@ def open_descriptor(path: str | os.PathLike[str]) -> int | None:
     return int(match.group(2))
 
 
+def names_stdout(path: str | os.PathLike[str]) -> bool:
+    """``-``, or a path naming this process's standard output (/dev/stdout, /dev/fd/1): both are stdout,
+    which holds one thing."""
+    return str(path) == "-" or open_descriptor(path) == 1
+
+
 @dataclass
 class StagedWrites:
     """Temporary files waiting to be renamed over their targets by ``commit``."""
