@@ -247,6 +247,22 @@ def test_pinned_messages_that_fit_are_never_cut_when_the_strategies_fall_short()
     assert not any(a["strategy"] == "clamp_pinned" for a in out.report["actions"])
 
 
+def test_pinned_messages_over_the_budget_are_cut_by_their_own_excess_only() -> None:
+    # The pinned request alone exceeds the budget, and a short list (clear_tool_results) leaves the
+    # unpinned turns in place: the request is cut down to what fits beside the other pins, not
+    # further to pay for turns the list did not remove.
+    request = "Fix the parser: " + "the tokenizer drops the last byte of every chunk. " * 120
+    messages = [msg("system", "You are terse."), *[msg(role, f"Step {i}: " + "quiet log. " * 30)
+                                                  for i in range(6) for role in ("user", "assistant")],
+                msg("user", request)]
+    out = run_core(messages, max_tokens=1000, strategies=["clear_tool_results"])
+    [cut] = [m for m in out.messages if m.line == len(messages)]
+    floor = out.report["budget"]["floor"]["tokens"]
+    assert any(a["strategy"] == "clamp_pinned" for a in out.report["actions"])
+    assert 900 <= floor <= 1000  # the pins now fit, with the cut no deeper than that
+    assert "[… compact:" in cut.data["content"]
+
+
 def test_without_a_user_message_the_newest_message_is_kept_not_an_empty_transcript(tmp_path: Path) -> None:
     # Nothing is pinned by role here: an empty output would be no transcript at all.
     messages = [msg("assistant", "the first answer, long enough to count"), msg("assistant", "the last word, which is itself longer than the budget")]

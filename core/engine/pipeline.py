@@ -254,7 +254,10 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         if position is None or budget.limit is None or not workspace.over_budget():  # no limit: never over
             continue
         message = workspace.messages[position]
-        excess = workspace.live_tokens - int(budget.limit * 0.97)
+        # Only what the pinned messages exceed: unpinned ones a short strategy list left are not theirs to pay for.
+        excess = min(workspace.live_tokens, workspace.floor()[1]) - int(budget.limit * 0.97)
+        if excess <= 0:
+            break
         room = max(PINNED_FLOOR_TOKENS, message.tokens - excess)
         content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
         if changed:
