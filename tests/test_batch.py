@@ -439,3 +439,16 @@ def test_a_summary_that_does_not_pay_off_is_not_a_failed_summarizer(samples: Pat
     assert json.loads((tmp_path / "r.json").read_text())["rows"][0]["status"] == "compacted"
     again = invoke("batch", *args)
     assert json.loads((tmp_path / "r.json").read_text())["rows"][0]["status"] == "up_to_date", again.output
+
+
+def test_an_output_folder_that_cannot_be_made_is_a_clear_reason(tmp_path: Path, samples: Path) -> None:
+    # out/a is a file, so out/a/ cannot hold a/short_chat.jsonl's output: said in words, not as
+    # "FileExistsError: [Errno 17]".
+    (tmp_path / "in" / "a").mkdir(parents=True)
+    (tmp_path / "in" / "a" / "short_chat.jsonl").write_bytes((samples / "short_chat.jsonl").read_bytes())
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a").write_text("")
+    result = invoke("batch", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--no-table")
+    assert result.exit_code == 1
+    assert f"{tmp_path / 'out' / 'a'}: cannot create the output folder: File exists" in result.stderr
+    assert "Errno" not in result.stderr

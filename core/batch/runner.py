@@ -41,7 +41,7 @@ from core.api import RunOptions, compact_source, file_digest
 from core.batch.dataset_run import DATASET, TRANSCRIPT
 from core.config import MemoryConfig, config_from_dict
 from core.engine.pipeline import BUDGET, CompactionResult
-from core.errors import CompactError, ConfigError, InputError
+from core.errors import CompactError, ConfigError, InputError, OutputError
 from core.io import jsonio
 from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
 from core.report import BatchReport, BatchRow, BatchTotals, summary_failed
@@ -240,7 +240,12 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
         result = compact_source(task.input, config, task.options)
         return dataclasses.replace(_row_of(task, result, config.summarizer_in_use),
                                    seconds=round(time.perf_counter() - started, 4))
-    os.makedirs(os.path.dirname(task.output) or ".", exist_ok=True)
+    folder = os.path.dirname(task.output) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the output folder: {exc.strerror or exc}", path=folder,
+                          fix="check --out names a folder you can write") from None
 
     def write(chunks: Iterable[bytes | memoryview]) -> None:
         atomic_write_chunks(task.output, chunks, follow=False)
