@@ -669,7 +669,8 @@ def test_a_store_on_a_read_only_disk_is_still_recalled_and_counted(read_only_fol
     # A real run cannot write there, and says so in one line.
     run = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(view / "s.sqlite"),
                  "-o", str(source / "again.jsonl"))
-    assert run.exit_code != 0 and "compact: error:" in run.stderr and len(run.stderr.splitlines()) == 1
+    assert run.exit_code == 2 and len(run.stderr.splitlines()) == 1
+    assert "cannot write the store: its folder is read-only" in run.stderr
 
 
 def test_a_read_only_store_with_unmerged_writes_is_an_error_not_a_stale_answer(read_only_folder: Any, samples: Path,

@@ -267,6 +267,15 @@ def _readable(db: sqlite3.Connection) -> bool:
     return True
 
 
+def _read_only_folder(path: str) -> bool:
+    folder = Path(path).absolute().parent
+    try:  # (root may write anywhere but on a read-only mount; statvfs is POSIX only)
+        mounted_read_only = hasattr(os, "statvfs") and bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+        return mounted_read_only or not os.access(folder, os.W_OK)
+    except OSError:
+        return False
+
+
 def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreUnavailable:
     """One readable line for a SQLite failure, naming the store and the fix."""
     text = str(exc)
@@ -285,6 +294,9 @@ def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> S
         return StoreUnavailable(f"cannot {action} the store: another process held it locked for over {timeout:g} s",
                                 path=path, fix="rerun when the other compact run has finished")
     if code == sqlite3.SQLITE_CANTOPEN or "unable to open" in text:
+        if _read_only_folder(path):  # (a writer needs its -wal and -shm files beside it)
+            return StoreUnavailable("cannot write the store: its folder is read-only", path=path,
+                                    fix="give --store a file in a folder you can write (recall and stats read it where it is)")
         return StoreUnavailable("cannot open the store", path=path, fix="check the path and its folder's permissions")
     if code == sqlite3.SQLITE_IOERR or "disk I/O error" in text:
         return StoreUnavailable(f"cannot {action} the store: disk I/O error (a full disk or a file size limit?)",
