@@ -142,3 +142,16 @@ def test_a_store_that_is_fine_still_lets_the_run_through(tmp_path: Path, store: 
         process = run(str(AGENT), "--max-tokens", "2000", "--store", str(store), "-o", name, "-q", cwd=tmp_path)
         assert process.returncode == 0, process.stderr
         assert process.stderr == ""
+
+
+def test_a_damaged_row_an_offload_would_rely_on_fails_the_run(tmp_path: Path, store: Path) -> None:
+    """The same content keeps one row, so a rerun offloads onto the rows the first run wrote. A row
+    whose stored message no longer matches its hash (a damaged disk) would stand in for a message
+    that then cannot be recalled: the run fails, writing nothing, instead of trusting it."""
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE messages SET message = replace(message, 'e', 'E') WHERE id = (SELECT min(id) FROM messages)")
+    process = run(str(AGENT), "--max-tokens", "2000", "--store", str(store), "-o", "out.jsonl",
+                  "--report", "report.json", cwd=tmp_path)
+    line = assert_one_line_failure(process)
+    assert "the store is corrupt (a stored message differs from its hash)" in line
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "report.json").exists()

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from core.errors import StoreError
+from core.errors import StoreError, StoreUnavailable
 from core.io import jsonio
 from core.store import search
 from core.store.database import DEFAULT_TIMEOUT, GROUPS_TABLE, Database, connect
@@ -184,7 +184,13 @@ class OffloadStore(Database):
                 " :bytes, :created_at, :text, :message)",
                 {**row, "created_at": stamp},
             )
-            message_id = db.execute("SELECT id FROM messages WHERE content_hash = ?", (row["content_hash"],)).fetchone()[0]
+            # Read back whole: a row an earlier run stored (the same content keeps one row) stands in for
+            # this message from now on, so a damaged one must fail the run, not be trusted.
+            message_id, stored = db.execute("SELECT id, message FROM messages WHERE content_hash = ?",
+                                            (row["content_hash"],)).fetchone()
+            if stored != row["message"]:
+                raise StoreUnavailable("the store is corrupt (a stored message differs from its hash)", path=self.path,
+                                       fix="move the file aside; the next offload starts a new store")
             referenced.add(message_id)
             db.execute(
                 "INSERT OR IGNORE INTO sightings (message_id, source, line, turn, seen_at) VALUES (?, ?, ?, ?, ?)",
