@@ -212,11 +212,10 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
             staged.add(output, result.chunks())
         else:
             write_chunks(result.chunks(), sys.stdout.buffer)
-        staged.commit()
+        staged.commit(done=outputs_written)
     except BaseException:
         staged.discard()
         raise
-    outputs_written()
     if in_place and not backup.endswith(".bak"):
         sys.stderr.write(f"compact: {file}: the original stays in {real}.bak; this run's input was kept as {backup}\n")
     if report == "-":

@@ -162,3 +162,37 @@ def test_ctrl_c_after_a_dry_run_wrote_its_report_says_so(tmp_path: Path, monkeyp
     result = invoke(str(AGENT), "--max-tokens", "3000", "--no-cache", "--dry-run", "--report", str(report))
     assert (result.exit_code, result.stderr) == (130, "compact: error: interrupted; the outputs were already written\n")
     assert json.loads(report.read_text())["after"]["tokens"] < 3000
+
+
+_CTRL_C_BETWEEN_TWO_RENAMES = """
+import os, signal, sys
+import core.io.staged
+
+original = os.replace
+calls = []
+
+def replace_then_interrupt(source, target):
+    # Ctrl-C right after the first of the run's renames (the report), before the transcript's.
+    original(source, target)
+    calls.append(target)
+    if len(calls) == 1:
+        os.kill(os.getpid(), signal.SIGINT)
+
+core.io.staged.os.replace = replace_then_interrupt
+from cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def test_ctrl_c_between_two_renames_waits_until_every_output_is_in_place(tmp_path: Path) -> None:
+    """Without holding Ctrl-C back, the report was renamed into place and the transcript never was,
+    and the line said nothing was written."""
+    (tmp_path / "out.jsonl").write_text("OLD\n")
+    (tmp_path / "r.json").write_text("OLD\n")
+    process = subprocess.run([sys.executable, "-c", _CTRL_C_BETWEEN_TWO_RENAMES, str(AGENT), "--max-tokens", "3000",
+                              "--no-cache", "-o", "out.jsonl", "--report", "r.json"], cwd=tmp_path, capture_output=True,
+                             text=True, timeout=60, preexec_fn=_ctrl_c_reaches_it)
+    assert (process.returncode, process.stderr) == (130, "compact: error: interrupted; the outputs were already written\n")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (tmp_path / "out.jsonl").read_text().count("\n") == report["after"]["messages"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "r.json"]

@@ -19,11 +19,14 @@ process is gone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import stat
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +105,19 @@ def open_descriptor(path: str | os.PathLike[str]) -> int | None:
     return int(match.group(2))
 
 
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT held back for the block (delivered when it ends), where the platform can, on the main thread."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def names_stdout(path: str | os.PathLike[str]) -> bool:
     """``-``, or a path naming this process's standard output (/dev/stdout, /dev/fd/1): both are stdout,
     which holds one thing."""
@@ -167,21 +183,26 @@ class StagedWrites:
                 raise _fail(target, exc) from None
             raise _fail(target, exc, fix="check it is open for writing") from None
 
-    def commit(self) -> None:
-        """Write the streams, FIFOs and devices, then rename every staged file into place."""
+    def commit(self, done: Callable[[], None] | None = None) -> None:
+        """Write the streams, FIFOs and devices, then rename every staged file into place, and call
+        ``done`` (the caller's note that the outputs are in place) with the renames: Ctrl-C waits
+        for both, so it never lands between two renames nor before the note."""
         try:
             for target, chunks in self._direct:
                 self._write_directly(target, chunks)
         except BaseException:
             self.discard()
             raise
-        try:
-            for tmp_name, target in self._staged:
-                os.replace(tmp_name, target)
-        except OSError as exc:
-            self.discard()
-            raise _fail(target, exc) from None
-        self._staged.clear()
+        with _interrupts_held():
+            try:
+                for tmp_name, target in self._staged:
+                    os.replace(tmp_name, target)
+            except OSError as exc:
+                self.discard()
+                raise _fail(target, exc) from None
+            self._staged.clear()
+            if done is not None:
+                done()
 
     def discard(self) -> None:
         self._direct.clear()
