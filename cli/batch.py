@@ -89,6 +89,10 @@ def batch(
     if engine == "pool" and jobs is None:
         jobs = default_jobs()
     started = time.perf_counter()
+    if not dry_run:  # each input's output is written when it is done: Ctrl-C from here leaves those
+        from cli.errors import outputs_written
+
+        outputs_written("the inputs done before it are written (a rerun skips them)")
     rows = _run(tasks, engine=engine, jobs=jobs, ray_address=ray_address, fail_fast=fail_fast, quiet=quiet)
     document = batch_report(tasks, rows, config=config, out=str(out), engine=engine, jobs=jobs,
                             seconds=time.perf_counter() - started)

@@ -38,11 +38,12 @@ DEBUG_KEY = "compact.debug"
 WRITTEN_KEY = "compact.written"
 
 
-def outputs_written() -> None:
-    """The command's outputs are in place: from here Ctrl-C must not say that nothing was written."""
+def outputs_written(note: str = "the outputs were already written") -> None:
+    """The command's outputs are in place (or, for a batch, some may be): from here Ctrl-C says ``note``,
+    not that nothing was written."""
     ctx = get_current_context(silent=True)
     if ctx is not None:
-        ctx.meta[WRITTEN_KEY] = True  # (meta is shared by the whole chain of contexts, the boundary's too)
+        ctx.meta[WRITTEN_KEY] = note  # (meta is shared by the whole chain of contexts, the boundary's too)
 
 
 def usage_line(exc: Any, fallback: str = "compact") -> str:
@@ -120,8 +121,7 @@ class ErrorBoundaryGroup(typer.core.TyperGroup):
             print_error(str(exc))
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            print_error("interrupted; the outputs were already written" if ctx.meta.get(WRITTEN_KEY)
-                        else "interrupted; nothing was written")
+            print_error(f"interrupted; {ctx.meta.get(WRITTEN_KEY) or 'nothing was written'}")
             raise typer.Exit(130) from None
         except RecursionError:
             if debug_enabled(ctx):

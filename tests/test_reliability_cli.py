@@ -196,3 +196,18 @@ def test_ctrl_c_between_two_renames_waits_until_every_output_is_in_place(tmp_pat
     report = json.loads((tmp_path / "r.json").read_text())
     assert (tmp_path / "out.jsonl").read_text().count("\n") == report["after"]["messages"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl", "r.json"]
+
+
+def test_ctrl_c_after_a_batch_wrote_its_outputs_does_not_say_nothing_was(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import cli.batch
+    from tests.helpers import invoke
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.batch, "print_batch", interrupted)
+    result = invoke("batch", str(AGENT), "--out", str(tmp_path / "out"), "--max-tokens", "3000", "--table")
+    assert (result.exit_code, result.stderr) == (
+        130, "compact: error: interrupted; the inputs done before it are written (a rerun skips them)\n")
+    assert (tmp_path / "out" / AGENT.name).exists()
