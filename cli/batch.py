@@ -80,7 +80,7 @@ def batch(
         report = "-"  # the report on stdout, the table then on stderr
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
-    _check_encoder(config)
+    _check_settings(config)
     tasks = plan_batch(inputs, str(out), config, options, force=force)
     if report not in (None, "-"):
         named = {os.path.realpath(path) for task in tasks for path in (task.input, task.output)}
@@ -149,11 +149,14 @@ def _run(tasks: list[Any], *, engine: str, jobs: int | None, ray_address: str | 
         raise typer.Exit(130) from None
 
 
-def _check_encoder(settings: Any) -> None:
-    """Load the encoder once here, so a bad --encoder is one usage error, not a failure per input."""
+def _check_settings(settings: Any) -> None:
+    """Load the encoder and make the summarizer once here, so a bad --encoder, summarizer URL, key or
+    prompt file is one usage error (exit 2), not a failure per input."""
     from core.api import open_counter
+    from core.summarizers import make_summarizer
 
     open_counter(settings, use_cache=False)
+    make_summarizer(settings)
 
 
 @contextlib.contextmanager

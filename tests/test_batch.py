@@ -314,6 +314,8 @@ def test_the_pool_never_submits_more_than_jobs_tasks(tree: Path, tmp_path: Path,
         (["{tree}/a", "--out", "{tmp}/out", "--encoder", "cl100k"], "unknown encoder 'cl100k'"),
         (["{tree}/a", "--out", "{tmp}/out", "--full", "--unlimited"], "mutually exclusive"),
         (["{tree}/a", "--out", "{tmp}/out", "--unlimited", "--max-messages", "3"], "--max-messages would be ignored"),
+        (["{tree}/a", "--out", "{tmp}/out", "--summarizer", "openai", "--summarizer-url", "ftp://x", "--summarizer-model",
+          "m"], "summarizer URL 'ftp://x' is not an http(s) URL"),
         (["{tree}/a", "--out", "{tmp}/out", "--report", "{tree}/a/session.jsonl"], "names an input or an output"),
     ],
 )
