@@ -29,7 +29,7 @@ from core.errors import CheckFailed, ConfigError
 from core.io import jsonio
 from core.io.staged import is_regular_file
 from core.io.transcript import LineRef, open_input, serialise
-from core.messages import Message, canonical_calls
+from core.messages import Message, held_message
 from core.report import CompressionReport, DatasetReport, FormatReport
 from core.run_cache import RunCache, run_key
 
@@ -426,16 +426,8 @@ def _memo_lookup(
     except (TypeError, KeyError):  # a report of another shape (an older version wrote it): run again
         return cache, key
     cache.close()
-    messages = [Message(data=_held(jsonio.loads(line)), line=None, source=line) for line in output.splitlines()]
+    messages = [Message(data=held_message(jsonio.loads(line)), line=None, source=line) for line in output.splitlines()]
     return CompactionResult(messages=messages, compression=report, workspace=None)
-
-
-def _held(data: dict[str, Any]) -> dict[str, Any]:
-    """A stored output line as a fresh run holds it (a custom call's input as its arguments)."""
-    calls = data.get("tool_calls")
-    if isinstance(calls, list):
-        data["tool_calls"] = canonical_calls(calls)
-    return data
 
 
 def count_file(path: str, config: MemoryConfig, *, use_cache: bool = True, skip_invalid: bool = False,

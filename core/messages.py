@@ -159,12 +159,24 @@ def _held(call: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def custom_input(call: Mapping[str, Any]) -> str | None:
-    """A custom (free-form) call's input, as text never parsed (it may look like JSON); None for other calls."""
+def held_message(data: dict[str, Any]) -> dict[str, Any]:
+    """A chat message as a run holds it once read (custom calls as ``canonical_calls`` gives them), for
+    messages read without the transcript reader: a stored output, a dataset's conversation."""
+    calls = data.get("tool_calls")
+    return {**data, "tool_calls": canonical_calls(calls)} if type(calls) is list else data
+
+
+def custom_arguments(call: Mapping[str, Any]) -> dict[str, str] | None:
+    """A custom (free-form) call's input as the one argument formats without such calls get,
+    ``{"input": text}``, the text never parsed (it may look like JSON); None for other calls."""
     if call.get("type") != CUSTOM_CALL:
         return None
     function = call.get("function")
-    arguments = function.get("arguments", "") if isinstance(function, Mapping) else ""
+    return {"input": _input_text(function if isinstance(function, Mapping) else {})}
+
+
+def _input_text(function: Mapping[str, Any]) -> str:
+    arguments = function.get("arguments", "")
     return arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
 
 
@@ -182,10 +194,8 @@ def _wire(call: dict[str, Any]) -> dict[str, Any]:
     function = call.get("function")
     if not isinstance(function, Mapping):
         return call
-    arguments = function.get("arguments", "")
-    text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
     out = {k: v for k, v in call.items() if k != "function"}
-    out["custom"] = {"name": function.get("name", ""), "input": text}
+    out["custom"] = {"name": function.get("name", ""), "input": _input_text(function)}
     return out
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.formats.base import Decoded, Losses
-from core.messages import Message, canonical_calls, wire_message
+from core.messages import Message, held_message, wire_message
 
 OPENAI, ANTHROPIC, RESPONSES = "openai", "anthropic", "responses"
 NATIVE = {OPENAI: ("openai",), ANTHROPIC: ("anthropic", "claude-code"), RESPONSES: ("responses", "codex")}
@@ -152,13 +152,6 @@ def claude_code_request(rows: Sequence[tuple[int, dict[str, Any]]]) -> WireReque
     return request
 
 
-def _read(message: Any) -> dict[str, Any]:
-    if not isinstance(message, dict):
-        return {"role": None}
-    calls = message.get("tool_calls")
-    return {**message, "tool_calls": canonical_calls(calls)} if isinstance(calls, list) else message
-
-
 def _dataset_request(line: Any, path: str, provider: str) -> WireRequest:
     from core.formats import sharegpt
     from core.formats.base import Line, number
@@ -168,7 +161,8 @@ def _dataset_request(line: Any, path: str, provider: str) -> WireRequest:
         if provider == OPENAI:
             request = WireRequest(list(data["messages"]), [line.number] * len(data["messages"]))
         else:  # rendered from the messages as compact reads them (a custom call's input as its arguments)
-            request = rendered([Message(data=_read(m), line=line.number) for m in data["messages"]], provider)
+            request = rendered([Message(data=held_message(m) if isinstance(m, dict) else {"role": None}, line=line.number)
+                                for m in data["messages"]], provider)
     else:
         decoded = number(sharegpt.CODEC.decode([Line(line.number, data, line.source)], path))
         request = rendered(decoded, provider)

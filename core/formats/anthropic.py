@@ -46,7 +46,7 @@ from core.messages import (
     PLACEHOLDER_PREFIX,
     SUMMARY_MARKER,
     Message,
-    custom_input,
+    custom_arguments,
     tool_calls,
 )
 
@@ -162,9 +162,9 @@ def use_block(call: Mapping[str, Any], template: dict[str, Any] | None = None) -
     """A canonical tool call as a ``tool_use`` block (unknown fields of ``template`` kept)."""
     function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
     arguments = function.get("arguments", "{}")
-    free_form = custom_input(call)
+    free_form = custom_arguments(call)
     try:
-        value = {"input": free_form} if free_form is not None else \
+        value = free_form if free_form is not None else \
             jsonio.loads(arguments) if isinstance(arguments, str) else arguments
     except orjson.JSONDecodeError:
         value = {"arguments": arguments}

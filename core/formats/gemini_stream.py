@@ -56,7 +56,7 @@ from core.formats.base import (
     says_nothing,
     write_back,
 )
-from core.messages import FAILED, Message, custom_input, result_ids, tool_calls
+from core.messages import FAILED, Message, custom_arguments, result_ids, tool_calls
 
 EVENTS = frozenset({"init", "message", "tool_use", "tool_result", "error", "result"})
 # Keys of other formats' lines (Claude Code, Codex, pi, Responses calls): a line holding one is not an event.
@@ -96,9 +96,9 @@ def arguments_of(call: Any) -> Any:
     """A canonical call's arguments as the object Gemini stores (a string that is not JSON is kept under ``input``)."""
     function = call.get("function") if isinstance(call, dict) else None
     arguments = function.get("arguments") if isinstance(function, dict) else None
-    free_form = custom_input(call) if isinstance(call, dict) else None
+    free_form = custom_arguments(call) if isinstance(call, dict) else None
     if free_form is not None:
-        return {"input": free_form}
+        return free_form
     if not isinstance(arguments, str):
         return arguments if isinstance(arguments, dict) else {}
     try:

@@ -75,7 +75,7 @@ from core.formats.base import (
 )
 from core.formats.pi_tree import EPOCH, IdMaker, Out, Tree, context, keep_leaf_last, relink, uuid_of
 from core.io import jsonio
-from core.messages import FAILED, Message, custom_input, is_summary
+from core.messages import FAILED, Message, custom_arguments, is_summary
 
 ENTRY_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
@@ -376,9 +376,9 @@ def _call_out(call: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
     old = new.get("arguments")
     if block is not None and (old if isinstance(old, str) else jsonio.dumps(old).decode()) == arguments:
         return new  # the same arguments: the original object, key order and all
-    free_form = custom_input(call)
+    free_form = custom_arguments(call)
     if free_form is not None:
-        new["arguments"] = {"input": free_form}
+        new["arguments"] = free_form
     elif isinstance(arguments, str):
         try:
             parsed = jsonio.loads(arguments)

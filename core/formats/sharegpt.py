@@ -51,7 +51,7 @@ from core.formats.base import (
     write_back,
 )
 from core.io import jsonio
-from core.messages import Message, custom_input
+from core.messages import Message, custom_arguments
 
 ROLE_OF = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
            "function_call": "call", "observation": "tool", "tool": "tool"}
@@ -254,9 +254,9 @@ def _call_value(calls: list[dict[str, Any]], before: Any = None) -> str:
     for call in calls:
         function = call.get("function") or {}
         arguments = function.get("arguments", "{}")
-        free_form = custom_input(call)
+        free_form = custom_arguments(call)
         try:
-            parsed = {"input": free_form} if free_form is not None else \
+            parsed = free_form if free_form is not None else \
                 jsonio.loads(arguments) if isinstance(arguments, str) else arguments
         except json.JSONDecodeError:
             parsed = arguments
