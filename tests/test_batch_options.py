@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.helpers import invoke, msg, write_messages
+from tests.helpers import invoke
 
 GRAPH = ROOT / "sample_transcripts" / "graph" / "valid.json"
 DELTA = ROOT / "sample_transcripts" / "graph" / "delta.json"
@@ -120,7 +120,8 @@ def test_graph_fails_a_dataset_input_as_compact_file_refuses_it(tmp_path: Path) 
 def test_check_for_fails_an_input_the_provider_would_reject_and_writes_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
-    source = write_messages(folder / "in.jsonl", [msg("system", "s"), msg("assistant", "a"), msg("user", "last")])
+    source = folder / "in.jsonl"  # an Anthropic file that opens with the assistant, written back as it is
+    source.write_text('{"system": "s"}\n{"role": "assistant", "content": "a"}\n{"role": "user", "content": "last"}\n')
     out = tmp_path / "out"
     result, report = batch(str(folder), "--out", str(out), "--unlimited", "--check-for", "anthropic")
     assert result.exit_code == 1

@@ -38,9 +38,11 @@ def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path
 
 
 def test_check_for_refuses_to_write_a_transcript_the_provider_would_reject(tmp_path: Path) -> None:
-    # Anthropic wants a user message first; OpenAI chat does not. The problem names the result's line,
-    # and --repair is not offered: it would not fix this.
-    source = write_messages(tmp_path / "in.jsonl", [msg("system", "s"), msg("assistant", "a"), msg("user", "last")])
+    # Anthropic wants a user message first; OpenAI chat does not. An Anthropic file that opens with the
+    # assistant is written back as it is (--to anthropic would add a user note first). The problem names
+    # the result's line, and --repair is not offered: it would not fix this.
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"system": "s"}\n{"role": "assistant", "content": "a"}\n{"role": "user", "content": "last"}\n')
     target = tmp_path / "out.jsonl"
     result = invoke(str(source), "--unlimited", "--check-for", "anthropic", "-o", str(target))
     assert result.exit_code == 1

@@ -216,3 +216,32 @@ def test_a_continuation_summary_in_user_text_is_a_summary(tmp_path: Path) -> Non
         + "\n" + json.dumps({"role": "user", "content": "Go."}) + "\n")
     first = formats.read(str(path), source_format="anthropic").messages[0]  # plain text: --from says which
     assert first.role == "system" and is_summary(first)
+
+
+def test_a_conversation_opening_with_the_assistant_gets_a_user_turn_first(tmp_path: Path) -> None:
+    # The Messages API refuses a first message that is not the user's ("first message must use the
+    # "user" role"); a chat greeting that opens with the assistant is common. compact --to anthropic
+    # writes a short user turn of its own before it, says so in the report, and reads it back as its own.
+    from tests import sdk_oracle
+
+    source = tmp_path / "greeting.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "Say hi."},
+        {"role": "assistant", "content": "Hi."}]))
+    result, report = invoke_with_report(str(source), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
+    assert [line.get("role") for line in out] == [None, "user", "assistant", "user", "assistant"]
+    assert out[1]["content"].startswith("CUCA note:") and out[2]["content"] == "Hello! How can I help?"
+    assert {"what": "a user turn added before the opening assistant message (Anthropic wants a user message first)",
+            "count": 1} in report["format"]["losses"]
+    raw = result.stdout.encode()
+    assert [v.rule for r in sdk_oracle.requests(raw, "anthropic", "anthropic") for v in sdk_oracle.judge(r, "anthropic")] == []
+    assert invoke(str(source), "--unlimited", "--to", "anthropic", "--check-for", "anthropic").exit_code == 0
+
+    converted = tmp_path / "converted.jsonl"
+    converted.write_text(result.stdout)
+    again = invoke(str(converted), "--unlimited", "--to", "anthropic")
+    assert again.stdout == result.stdout  # read back as compact's own, not as the user's task
+    assert formats.read(str(converted)).messages[1].role == "system"

@@ -40,8 +40,9 @@ def render_traced(messages: Sequence[Message], losses: Losses) -> Iterator[tuple
     The Messages API takes user and assistant turns: consecutive messages of
     one side are merged into one (tool results, then the text after them),
     blocks it cannot take are left out and counted in ``losses`` (reasoning
-    items, thinking without its signature, unknown blocks), and a message left
-    with nothing to send is not written.
+    items, thinking without its signature, unknown blocks), a message left
+    with nothing to send is not written, and a conversation that opens with
+    the assistant gets a one-line user turn of compact's own first.
     """
     out: list[tuple[int, dict[str, Any]]] = []
     first = True
@@ -76,7 +77,20 @@ def render_traced(messages: Sequence[Message], losses: Losses) -> Iterator[tuple
         else:
             losses.add(f"{role or 'role-less'} messages")
         first = False
+    _open_with_user(out, losses)
     yield from out
+
+
+OPENING_NOTE = "CUCA note: the conversation opens with the assistant's message below."
+OPENING_ADDED = "a user turn added before the opening assistant message (Anthropic wants a user message first)"
+
+
+def _open_with_user(out: list[tuple[int, dict[str, Any]]], losses: Losses) -> None:
+    """The API refuses a first message that is not the user's: put a short note of compact's own before it."""
+    at = next((i for i, (_, item) in enumerate(out) if "role" in item), None)
+    if at is not None and out[at][1]["role"] == "assistant":
+        out.insert(at, (out[at][0], {"role": "user", "content": OPENING_NOTE}))
+        losses.add(OPENING_ADDED)
 
 
 class CallIds:
