@@ -101,6 +101,10 @@ def batch(
     write_json(document.to_dict(), report)
     if not dry_run:
         flags.save_graph(options)
+    else:
+        from cli.output import warn_unwritable_store
+
+        warn_unwritable_store(config.store)
     if table and not quiet:
         from rich.console import Console
 

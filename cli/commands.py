@@ -74,6 +74,9 @@ def run(
         result = compact_source(file, config, options, progress=progress)
     if dry_run:
         _print_plan(result.report, report)
+        from cli.output import warn_unwritable_store
+
+        warn_unwritable_store(config.store)
         return
     _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)

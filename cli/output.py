@@ -34,6 +34,15 @@ def write_json(document: Any, target: str | None) -> None:
     atomic_write_bytes(target, json_bytes(document))
 
 
+def warn_unwritable_store(store: str | None) -> None:
+    """A dry run only reads the store: say so when the real run could not write it."""
+    from core.store import write_problem
+
+    problem = write_problem(store) if store else None
+    if problem:
+        sys.stderr.write(f"compact: warning: a real run could not write the store {store}: {problem}\n")
+
+
 def stderr_is_terminal() -> bool:
     # Checked before importing rich, which a piped run never needs (it costs ~40 ms).
     return sys.stderr.isatty() or bool(os.environ.get("FORCE_COLOR") or os.environ.get("TTY_COMPATIBLE"))

@@ -666,6 +666,16 @@ def test_a_store_on_a_read_only_disk_is_still_recalled_and_counted(read_only_fol
                  "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert sorted(p.name for p in view.iterdir()) == ["out.jsonl", "s.sqlite"]  # nothing written beside it
+    # The preview still says what the real run would meet.
+    assert f"compact: warning: a real run could not write the store {view / 's.sqlite'}: its folder is read-only" \
+        in dry.stderr
+    inputs = source / "inputs"
+    inputs.mkdir()
+    (inputs / "a.jsonl").write_bytes((samples / "agent_session.jsonl").read_bytes())
+    batch_dry = invoke("batch", str(view / "inputs"), "--out", str(source / "outs"), "--max-tokens", "2000",
+                       "--store", str(view / "s.sqlite"), "--dry-run")
+    assert batch_dry.exit_code == 0, batch_dry.output
+    assert "a real run could not write the store" in batch_dry.stderr
     # A real run cannot write there, and says so in one line.
     run = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "2000", "--store", str(view / "s.sqlite"),
                  "-o", str(source / "again.jsonl"))

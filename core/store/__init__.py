@@ -26,7 +26,7 @@ cap).
 """
 
 from core.errors import StoreError, StoreUnavailable
-from core.store.database import DEFAULT_TIMEOUT, SCHEMA_VERSION, store_error
+from core.store.database import DEFAULT_TIMEOUT, SCHEMA_VERSION, store_error, write_problem
 from core.store.eviction import AT_CAP_POLICIES
 from core.store.offload_store import DEFAULT_MAX_SUMMARIES, OffloadStore
 from core.store.records import (
@@ -57,4 +57,5 @@ __all__ = [
     "group_hash",
     "handle_of",
     "store_error",
+    "write_problem",
 ]

@@ -276,6 +276,15 @@ def _read_only_folder(path: str) -> bool:
         return False
 
 
+def write_problem(path: str) -> str | None:
+    """Why a run could not write the store at ``path`` (what ``--dry-run``, which only reads, warns of), or None."""
+    if _read_only_folder(path):
+        return "its folder is read-only"
+    if Path(path).exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    return None
+
+
 def store_error(exc: sqlite3.Error, path: str, action: str, timeout: float) -> StoreUnavailable:
     """One readable line for a SQLite failure, naming the store and the fix."""
     text = str(exc)
