@@ -80,8 +80,9 @@ def test_other_chat_fields_are_counted_as_left_out_and_null_ones_are_not(target:
 
 
 def test_validate_and_check_for_judge_what_to_writes(tmp_path: Path) -> None:
-    # A chat opening with a refusal becomes an Anthropic request opening with the assistant: the
-    # check must see the request --to writes, not the one it wrote before the refusal was kept.
+    # A chat opening with a refusal becomes an Anthropic request opening with the assistant (the refusal
+    # kept as its text), so --to anthropic puts its user note first: the check and validate must judge
+    # the request --to writes, not the one it wrote before the refusal was kept (then refused).
     source = tmp_path / "refusal_first.jsonl"
     lines = [{"role": "system", "content": "s"}, {"role": "assistant", "content": None, "refusal": "I will not."},
              {"role": "user", "content": "why?"}]
@@ -89,7 +90,10 @@ def test_validate_and_check_for_judge_what_to_writes(tmp_path: Path) -> None:
     checked = invoke(str(source), "--unlimited", "--check-for", "anthropic")
     written = invoke(str(source), "--unlimited", "--to", "anthropic", "--check-for", "anthropic")
     validated = invoke("validate", str(source), "--for", "anthropic")
-    assert checked.exit_code == written.exit_code == validated.exit_code == 1
+    assert checked.exit_code == written.exit_code == validated.exit_code == 0
+    out = [json.loads(line) for line in written.stdout.splitlines()]
+    assert [line.get("role") for line in out] == [None, "user", "assistant", "user"]
+    assert out[1]["content"].startswith("CUCA note:") and "I will not." in json.dumps(out[2])
 
 
 def test_empty_fields_are_no_loss(tmp_path: Path) -> None:
