@@ -114,9 +114,11 @@ def _message(data: dict[str, Any], line: Line, at: int, record: int, slot: tuple
     return Message(data=data, line=at, source=None, extra={"origin": (line.number,), "record": record, "slot": slot})
 
 
-def _decode_record(path: str, line: Line, index: int, record: Any, at: int) -> list[Message]:
+def decode_record(path: str, line: Line, index: int, record: Any, at: int, label: str | None = None) -> list[Message]:
+    """The canonical messages of one record (``index`` in the history); ``label`` names it in errors."""
+    label = label or f"messages[{index}] of this Gemini CLI chat"
     if not isinstance(record, dict):
-        raise line_error(path, line, f"messages[{index}] of this Gemini CLI chat is not an object")
+        raise line_error(path, line, f"{label} is not an object")
     kind = record.get("type")
     if kind == "user":
         text = content_text(record.get("content"))
@@ -125,7 +127,7 @@ def _decode_record(path: str, line: Line, index: int, record: Any, at: int) -> l
         return []  # info, error, warning: shown by the UI, never sent to the model
     calls = record.get("toolCalls") or []
     if not isinstance(calls, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str) for c in calls):
-        raise line_error(path, line, f"messages[{index}].toolCalls must be a list of calls, each with an id string",
+        raise line_error(path, line, f"the toolCalls of {label} must be a list of calls, each with an id string",
                          fix="fix the record, or pass --from to read the file as another format")
     text = content_text(record.get("content"))
     data: dict[str, Any] = {"role": "assistant", "content": text}
@@ -180,7 +182,7 @@ def _rebuilt_call(call: dict[str, Any], before: Message, after: Message, result:
     return out
 
 
-def _rebuilt_record(record: dict[str, Any], pieces: list[tuple[Message, Message | None]]) -> dict[str, Any] | None:
+def rebuilt_record(record: dict[str, Any], pieces: list[tuple[Message, Message | None]]) -> dict[str, Any] | None:
     """A message record after compaction, or None when every message made from it was removed."""
     if all(after is None for _, after in pieces):
         return None
@@ -205,7 +207,7 @@ def _rebuilt_record(record: dict[str, Any], pieces: list[tuple[Message, Message 
     return out
 
 
-def _added(messages: Iterable[Message], stamp: Any, losses: Losses) -> list[dict[str, Any]]:
+def added_records(messages: Iterable[Message], stamp: Any, losses: Losses) -> list[dict[str, Any]]:
     """Records for what compact added (summaries, warnings, the graph): user text."""
     return [record for message in messages for record in render_records([message], losses, stamp)]
 
@@ -285,7 +287,7 @@ class GeminiChat(Codec):
                              fix="pass --from to read the file as another format")
         records = data["messages"]
         starts = record_lines(line.source, len(records), line.number)
-        return [m for index, record in enumerate(records) for m in _decode_record(path, line, index, record, starts[index])]
+        return [m for index, record in enumerate(records) for m in decode_record(path, line, index, record, starts[index])]
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
         line = next(line for line in decoded.lines if line.data is not None)
@@ -302,13 +304,13 @@ class GeminiChat(Codec):
             pieces_of.setdefault(before.extra["record"], []).append((before, outcome.get(key)))
         records: list[dict[str, Any]] = []
         for index, record in enumerate(document["messages"]):
-            records.extend(_added(added_before.pop(index, ()), record.get("timestamp"), Losses()))
+            records.extend(added_records(added_before.pop(index, ()), record.get("timestamp"), Losses()))
             pieces = pieces_of.get(index)
-            rebuilt = record if pieces is None else _rebuilt_record(record, pieces)
+            rebuilt = record if pieces is None else rebuilt_record(record, pieces)
             if rebuilt is not None:
                 records.append(rebuilt)
         last = records[-1].get("timestamp") if records else now_stamp()
-        records.extend(_added(waiting, last, Losses()))
+        records.extend(added_records(waiting, last, Losses()))
         source = line.to_bytes()
         bom = jsonio.UTF8_BOM if source.startswith(jsonio.UTF8_BOM) else b""
         yield bom + document_bytes({**document, "messages": records}, newline=source.endswith(b"\n"))
