@@ -40,6 +40,7 @@ def _modules() -> tuple[Any, ...]:
         codex,
         dataset,
         gemini_chat,
+        gemini_session,
         gemini_stream,
         openai_chat,
         pi,
@@ -47,7 +48,7 @@ def _modules() -> tuple[Any, ...]:
         sharegpt,
     )
 
-    return (claude_code, codex, pi, gemini_stream, gemini_chat, responses, anthropic, sharegpt, dataset, openai_chat)
+    return (claude_code, codex, pi, gemini_stream, gemini_session, gemini_chat, responses, anthropic, sharegpt, dataset, openai_chat)
 
 
 def names() -> list[str]:
