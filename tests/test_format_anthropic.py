@@ -245,3 +245,22 @@ def test_a_conversation_opening_with_the_assistant_gets_a_user_turn_first(tmp_pa
     again = invoke(str(converted), "--unlimited", "--to", "anthropic")
     assert again.stdout == result.stdout  # read back as compact's own, not as the user's task
     assert formats.read(str(converted)).messages[1].role == "system"
+
+
+def test_a_clamped_assistant_text_is_written_once(tmp_path: Path) -> None:
+    """A rewritten text block replaces the old one in place; it is not written a second time in front."""
+    long = " ".join(f"word{i}" for i in range(400))
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "user", "content": "tell me"},
+        {"role": "assistant", "content": [{"type": "text", "text": long}]},
+        {"role": "user", "content": "thanks"},
+    ]))
+    result, report = invoke_with_report(str(path), "--from", "anthropic", "--full", "--no-cache",
+                                        "-s", "clamp_oversized_messages:max_part_tokens=50", tmp_path=tmp_path)
+    reply = read_messages(result.stdout)[1]["content"]
+    assert len(reply) == 1 and "compact:" in reply[0]["text"] and reply[0]["text"].startswith("word0 ")
+    written = tmp_path / "written.jsonl"
+    written.write_text(result.stdout)
+    counted = invoke("count", str(written), "--from", "anthropic", "--format", "json", "--no-cache")
+    assert json.loads(counted.stdout)["before"]["tokens"] == report["after"]["tokens"]

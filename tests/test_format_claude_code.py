@@ -271,3 +271,21 @@ def test_openai_to_claude_code_lists_the_system_prompt_as_a_loss(realdata: Path,
     assert out[0]["isMeta"] is True and out[0]["message"]["content"].startswith("# Airline Agent Policy")
     calls = {b["id"] for line in out for b in blocks(line, "tool_use")}
     assert calls and calls == {b["tool_use_id"] for line in out for b in blocks(line, "tool_result")}
+
+
+def test_a_clamped_reply_is_written_once_and_counts_as_reported(realdata: Path, tmp_path: Path) -> None:
+    """At 300 tokens the session's last reply is clamped: its one text block stays one block, so the
+    written session is the size the report says (it was 375 tokens against 299 reported)."""
+    path = realdata / "claude-code/claude-reliability-stop-hook-reflection-first-stop.jsonl"
+    result, report = invoke_with_report(str(path), "--max-tokens", "300", "--no-cache", tmp_path=tmp_path)
+    out = read_messages(result.stdout)
+    original = read_messages(path.read_text())
+    for line in out:
+        if line.get("type") == "assistant":
+            texts = blocks(line, "text")
+            before = next(o for o in original if o.get("uuid") == line["uuid"])
+            assert len(texts) == len(blocks(before, "text")), line["message"]["content"]
+    written = tmp_path / "written.jsonl"
+    written.write_text(result.stdout)
+    counted = invoke("count", str(written), "--format", "json", "--no-cache")
+    assert json.loads(counted.stdout)["before"]["tokens"] == report["after"]["tokens"] < 300

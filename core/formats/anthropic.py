@@ -190,7 +190,7 @@ def assistant_blocks(before: dict[str, Any], after: dict[str, Any],
     slots = sum(1 for _, block in original if not is_tool_use(block))
     fits = new_parts is not None and len(new_parts) == slots
     out: list[tuple[Any, Any]] = []
-    placed = new_parts is None
+    placed = new_parts is None or fits  # text that fits goes into the old parts' places, and only there
     next_part = 0
     for where, block in original:
         if is_tool_use(block):
