@@ -43,8 +43,8 @@ last compact_boundary on; Responses items or a Codex rollout for responses), any
 Checks: each message or item against the provider's request type (the JSON Schemas shipped in
 schemas/, generated from the official SDKs); every tool call answered and no result without
 its call (openai: tool messages right after the call; anthropic: tool_result blocks first in
-the next user message; responses: an output after its call); openai: an assistant message has
-content or tool_calls; anthropic, after merging consecutive messages of one side as the API
+the next user message; responses: an output after its call); call ids of at most 40 characters
+(openai) or 64 (responses); openai: an assistant message has content or tool_calls; anthropic, after merging consecutive messages of one side as the API
 does: a user message first, no empty text, tool_use ids of letters, digits, _ and -, unique.
 Exit codes: 0 no problem; 1 problems found; 2 bad usage or input.
 """

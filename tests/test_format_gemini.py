@@ -265,7 +265,22 @@ def test_conversion_to_openai_and_back_keeps_the_conversation(source: Path, tmp_
     again = tmp_path / ("again.json" if target == "gemini-chat" else "again.jsonl")
     again.write_text(back.stdout)
     assert formats.sniff(str(again))[2].name == target
-    assert [m.data for m in formats.read(str(again)).messages] == [m.data for m in formats.read(str(source)).messages]
+    # The same conversation, apart from the ids over the 40 characters chat takes (Gemini CLI names a call
+    # "<tool>-<ms>-<hex>", 44 characters for run_shell_command): shortened, each result's with its call's.
+    before, after = ([m.data for m in formats.read(str(path)).messages] for path in (source, again))
+    renamed: dict[str, str] = {}
+    for old, new in zip(before, after, strict=True):
+        for old_call, new_call in zip(old.get("tool_calls") or [], new.get("tool_calls") or [], strict=True):
+            renamed[old_call["id"]] = new_call["id"]
+    assert {k: v for k, v in renamed.items() if k != v} == {
+        k: v for k, v in renamed.items() if len(k) > 40} and all(len(v) <= 40 for v in renamed.values())
+
+    def with_ids_renamed(data: dict[str, Any]) -> dict[str, Any]:
+        calls = [{**c, "id": renamed[c["id"]]} for c in data.get("tool_calls") or []]
+        answered = {"tool_call_id": renamed[data["tool_call_id"]]} if "tool_call_id" in data else {}
+        return {**data, **({"tool_calls": calls} if calls else {}), **answered}
+
+    assert after == [with_ids_renamed(data) for data in before]
 
 
 def test_conversion_between_the_two_gemini_formats_and_what_it_cannot_carry(tmp_path: Path) -> None:

@@ -201,3 +201,55 @@ def test_a_pi_session_whose_last_entry_goes_still_resumes_on_its_branch(tmp_path
     texts = [m.data.get("content") for m in formats.read(str(out)).messages]
     assert texts[-1] == "app.py, and run the tests."  # not the abandoned branch
     assert "An abandoned branch." in out.read_text()  # which stays in the file
+
+
+# Gemini CLI names a call "<tool>-<ms>-<hex>": 44 characters for run_shell_command. pi keeps an OpenAI
+# Responses call as "<call_id>|<item id>" (about 80). Chat Completions refuses a tool call id over 40
+# characters ("string too long. Expected a string with maximum length 40"), Responses a call_id over 64.
+LONG_IDS = {"openai": 40, "responses": 64, "codex": 64}
+
+
+def test_tool_call_ids_are_shortened_to_what_the_target_api_takes(tmp_path: Path) -> None:
+    gemini = "run_shell_command-1761734230001-9f8e7d6c5b4a"
+    pi_like = "call_Qx7vR2mN8pL4kJ6hG3fD1sA9|fc_68b1f2e3d4c5b6a7980912345678abcdef0123456789abcd"
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "user", "content": [{"type": "text", "text": "run both"}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": gemini, "name": "run_shell_command", "input": {"command": "ls"}},
+            {"type": "tool_use", "id": pi_like, "name": "bash", "input": {"command": "pwd"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": gemini, "content": "a.txt"},
+                                     {"type": "tool_result", "tool_use_id": pi_like, "content": "/w"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+    ]))
+    for target, limit in LONG_IDS.items():
+        out, report = invoke_with_report(str(source), "--from", "anthropic", "--unlimited", "--to", target,
+                                         tmp_path=tmp_path)
+        rows = [r.get("payload", r) for r in lines(out.stdout)]
+        calls = [c["id"] for r in rows for c in r.get("tool_calls") or []] + \
+                [r["call_id"] for r in rows if r.get("type") == "function_call"]
+        answers = [r["tool_call_id"] for r in rows if r.get("role") == "tool"] + \
+                  [r["call_id"] for r in rows if r.get("type") == "function_call_output"]
+        assert len(calls) == 2 and all(len(i) <= limit for i in calls), (target, calls)
+        assert answers == calls and len(set(calls)) == 2  # each result still answers its own call
+        assert calls[0].startswith("run_shell_command-17617")  # still readable
+        assert any("shortened" in what for what in losses(report)), report["format"]
+        written = tmp_path / f"{target}.jsonl"
+        written.write_text(out.stdout)
+        provider = "openai" if target == "openai" else "responses"
+        checked = invoke("validate", str(written), "--for", provider, "--from", target)
+        assert checked.exit_code == 0, checked.output
+
+
+def test_validate_names_a_tool_call_id_too_long_for_the_api(tmp_path: Path) -> None:
+    long_id = "call_" + "x" * 40
+    source = write_messages(tmp_path / "in.jsonl", [
+        msg("user", "hi"),
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": long_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": long_id, "content": "ok"},
+    ])
+    checked = invoke("validate", str(source), "--for", "openai")
+    assert checked.exit_code == 1
+    assert f"{source}:2:" in checked.stdout and "45 characters" in checked.stdout and "40" in checked.stdout
+    assert invoke("validate", str(source), "--for", "responses").exit_code == 0  # 45 is within 64

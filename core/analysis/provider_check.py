@@ -8,14 +8,15 @@ tests), then the rules the APIs enforce across messages:
 
 * ``openai`` (Chat Completions): the tool messages answering an assistant
   message's calls come right after it, every call answered, none without its
-  call; an assistant message has content or calls;
+  call; an assistant message has content or calls; a call id of at most 40 characters;
 * ``anthropic`` (Messages): consecutive messages of one side are merged (the
   API does that), then the first is a user message, every ``tool_use`` is
   answered by a ``tool_result`` block at the head of the next user message,
   no ``tool_result`` without its call, no empty text, tool_use ids of
   ``[a-zA-Z0-9_-]`` and unique;
 * ``responses``: every call with a ``call_id`` has an output after it, and
-  every output a call before it (the API has no other ordering rule).
+  every output a call before it (the API has no other ordering rule); a call_id of at most 64
+  characters.
 
 Each problem names the item's line and a fix that applies to it.
 """
@@ -45,6 +46,8 @@ ROLE_FIXES = {
     "function": "use a tool message with the tool_call_id of its call",
 }
 ANTHROPIC_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
+# The longest call id the API takes ("string too long. Expected a string with maximum length 40").
+CALL_ID_LIMIT = {OPENAI: 40, RESPONSES: 64}
 SCHEMAS = {
     OPENAI: "provider-openai-chat-message",
     RESPONSES: "provider-responses-input-item",
@@ -69,6 +72,8 @@ FIXES = {
     "empty-call-id": "give every tool call a non-empty id, and its result the same tool_call_id",
     "invalid-call-id": "use only letters, digits, _ and - in the id and its result's tool_call_id",
     "duplicate-call-id": "give every tool call a unique id",
+    "call-id-too-long": "shorten it, and the id its result names with it (compact --to {provider} "
+    "does when it converts from another format)",
     "first-not-user": "start the conversation with a user message (or a summary then a user message)",
     "empty-assistant": "give it content or drop it",
     "empty-content": "give it text or drop it",
@@ -284,6 +289,7 @@ def _chat_pairing(view: _View) -> None:
                 if not call_id:
                     view.report(index, "empty-call-id", f"tool call {call_name(call) or '?'} has an empty id")
                     continue
+                _id_length(view, index, call_id)
                 waiting[call_id] = made[call_id] = index
                 names[(index, call_id)] = call_name(call)
             if item.get("content") in (None, []) and not calls and item.get("function_call") is None:
@@ -299,6 +305,13 @@ def _unanswered(view: _View, waiting: dict[str, int], names: dict[tuple[int, str
     for call_id, owner in waiting.items():
         name = names.get((owner, call_id)) or "?"
         view.report(owner, "missing-result", f"tool call {_shown(call_id)} ({name}) has no result", id=call_id)
+
+
+def _id_length(view: _View, index: int, call_id: str) -> None:
+    limit = CALL_ID_LIMIT[view.provider]
+    if len(call_id) > limit:
+        view.report(index, "call-id-too-long", f"tool call id {call_id} is {len(call_id)} characters: "
+                    f"{view.provider} takes at most {limit}", provider=view.provider)
 
 
 def _shown(call_id: str) -> str:
@@ -325,6 +338,8 @@ def _responses_pairing(view: _View) -> None:
         elif kind.endswith("_call") and isinstance(call_id, str):
             if not call_id:
                 view.report(index, "empty-call-id", f"{kind} {item.get('name') or ''} has an empty call_id")
+            elif call_id not in calls:
+                _id_length(view, index, call_id)
             calls.setdefault(call_id, index)
     for call_id, owner in calls.items():
         if call_id not in answered and call_id:

@@ -55,7 +55,7 @@ def requests_for(decoded: Decoded, provider: str) -> list[WireRequest]:
 def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     """``messages`` as ``compact --to provider`` writes them, each item with its message's line."""
     from core.formats.anthropic_render import render_traced
-    from core.formats.conversion import portable
+    from core.formats.conversion import CALL_ID_LIMITS, fit_call_ids, portable
     from core.formats.openai_chat import to_chat
     from core.formats.registry import get
     from core.formats.responses import custom_call_ids, render_items
@@ -65,6 +65,7 @@ def rendered(messages: Sequence[Message], provider: str) -> WireRequest:
     if provider != OPENAI:  # what convert() does first: a refusal becomes text, other chat fields go
         title = get(provider).title
         messages = [portable(m, losses, title) for m in messages]
+    messages = fit_call_ids(messages, CALL_ID_LIMITS.get(provider), losses)
     if provider == ANTHROPIC:
         traced = list(render_traced(messages, losses))
     elif provider == OPENAI:

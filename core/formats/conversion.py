@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from core.formats.base import Decoded, Losses
 from core.formats.detection import OPENAI
 from core.formats.registry import get
-from core.messages import CUSTOM_CALL, Message, tool_calls
+from core.messages import CUSTOM_CALL, Message, result_ids, tool_calls
 
 
 def write(decoded: Decoded, result: Sequence[Message]) -> Iterator[bytes]:
@@ -30,6 +31,7 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     if target != OPENAI:
         title = get(target).title
         result = [portable(message, losses, title) for message in result]
+    result = fit_call_ids(result, CALL_ID_LIMITS.get(target), losses)
     if target not in FREE_FORM_CALLS:
         custom = sum(1 for m in result for c in tool_calls(m.data) if c.get("type") == CUSTOM_CALL)
         if custom:
@@ -88,3 +90,54 @@ def portable(message: Message, losses: Losses, title: str) -> Message:
 def _holds(value: Any) -> bool:
     """Whether a field says anything: null, "", [] and {} (OpenAI's empty ``annotations``) do not."""
     return value is not None and value != "" and value != [] and value != {}
+
+
+# The longest tool call id each target's API takes: Chat Completions refuses an id over 40 characters,
+# Responses a call_id over 64 (Codex sends its rollout's call_ids to it). Gemini CLI names a call
+# "<tool>-<ms>-<hex>" (44 characters for run_shell_command); pi keeps a Responses call as
+# "<call_id>|<item id>" (about 80).
+CALL_ID_LIMITS = {OPENAI: 40, "responses": 64, "codex": 64}
+IDS_SHORTENED = "tool call ids longer than the API takes, shortened (their results name them so too)"
+
+
+def fit_call_ids(messages: Sequence[Message], limit: int | None, losses: Losses) -> list[Message]:
+    """``messages`` with every call id over ``limit`` characters shortened, in its call and its results alike.
+
+    A shortened id keeps its head, readable, and ends in a hash of the whole id, so two long ids
+    sharing a head stay apart; an id already in the transcript is never taken.
+    """
+    if limit is None:
+        return list(messages)
+    ids = {str(c.get("id")) for m in messages for c in tool_calls(m.data) if c.get("id") is not None}
+    ids.update(i for m in messages for i in result_ids(m.data))
+    long = sorted(i for i in ids if len(i) > limit)
+    if not long:
+        return list(messages)
+    taken = {i for i in ids if len(i) <= limit}
+    short: dict[str, str] = {}
+    for original in long:
+        salt = 0
+        while True:
+            digest = hashlib.sha256(f"{original}\0{salt}".encode()).hexdigest()[:10]
+            new = f"{original[:limit - len(digest) - 1]}_{digest}"
+            if new not in taken:
+                break
+            salt += 1
+        taken.add(new)
+        short[original] = new
+    out = []
+    for message in messages:
+        data = message.data
+        calls = tool_calls(data)
+        if any(str(c.get("id")) in short for c in calls):
+            data = {**data, "tool_calls": [{**c, "id": short[str(c.get("id"))]}
+                                           if isinstance(c, dict) and str(c.get("id")) in short else c
+                                           for c in data["tool_calls"]]}
+            losses.add(IDS_SHORTENED, sum(1 for c in calls if str(c.get("id")) in short))
+        if data.get("role") == "tool" and isinstance(data.get("tool_call_id"), str) and data["tool_call_id"] in short:
+            data = {**data, "tool_call_id": short[data["tool_call_id"]]}
+        elif data.get("role") == "tool" and isinstance(data.get("tool_call_ids"), list) \
+                and any(str(i) in short for i in data["tool_call_ids"]):
+            data = {**data, "tool_call_ids": [short.get(str(i), i) for i in data["tool_call_ids"]]}
+        out.append(message if data is message.data else message.rewritten(data))
+    return out
