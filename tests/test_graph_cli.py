@@ -216,6 +216,26 @@ def test_an_integer_past_64_bits_survives_a_merge_exactly(work: Path) -> None:
     assert type(properties["big"]) is int
 
 
+def test_an_integer_past_a_double_is_read_exactly_and_as_a_weight_is_non_finite(work: Path) -> None:
+    # 10**400 is valid JSON; orjson refuses it ("number is infinity when parsed as double"), and it was
+    # reported as malformed JSON, where the standard library reads it exactly.
+    base = json.loads((work / "valid.json").read_text())
+    base["nodes"][0]["properties"]["huge"] = 10**400
+    (work / "huge.json").write_text(json.dumps(base))
+    assert run("validate", "huge.json").exit_code == 0
+    assert run("merge", "huge.json", "delta.json", "-o", "merged.json").exit_code == 0
+    merged = json.loads((work / "merged.json").read_text())
+    assert next(n["properties"] for n in merged["nodes"] if n["id"] == base["nodes"][0]["id"])["huge"] == 10**400
+    base["relationships"][0]["weight"] = -(10**400)  # beyond a double: non-finite, like 1e999
+    (work / "heavy.json").write_text(json.dumps(base))
+    checked = run("validate", "heavy.json")
+    assert checked.exit_code == 1
+    assert checked.stdout == ("heavy.json: $.relationships[0].weight: non-finite weight -1000000000000000000… "
+                              "(401 digits) (use a finite number; JSON has no NaN or Infinity)\n")
+    refused = run("merge", "valid.json", "heavy.json", "-o", "out.json")
+    assert refused.exit_code == 2 and "non-finite weight" in refused.stderr and not (work / "out.json").exists()
+
+
 def test_merge_refusals_exit_2_and_write_nothing(work: Path) -> None:
     before = (work / "valid.json").read_bytes()
     invalid = run("merge", "valid.json", "invalid.json", "-o", "out.json")

@@ -184,4 +184,24 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
             return None, _malformed(strict_error), False
         if next(walk_non_finite(document, ()), None) is not None:
             return document, None, True
+        if "infinity when parsed as double" in strict_error.msg:
+            # An integer past a double's range: valid JSON, read exactly; as a weight it is non-finite.
+            return document, None, _mark_huge_weights(document)
         return None, _malformed(strict_error), False
+
+
+def _mark_huge_weights(document: Any) -> bool:
+    """Mark each relationship weight that is an integer beyond a double as non-finite; whether there was one."""
+    relationships = document.get("relationships") if isinstance(document, dict) else None
+    found = False
+    for item in relationships if isinstance(relationships, list) else ():
+        weight = item.get("weight") if isinstance(item, dict) else None
+        if type(weight) is int:
+            try:
+                float(weight)
+            except OverflowError:
+                literal = str(weight)
+                shown = literal if len(literal) <= 24 else f"{literal[:20]}… ({len(literal.lstrip('-'))} digits)"
+                item["weight"] = _non_finite(math.inf if weight > 0 else -math.inf, shown)
+                found = True
+    return found
