@@ -264,3 +264,24 @@ def test_a_clamped_assistant_text_is_written_once(tmp_path: Path) -> None:
     written.write_text(result.stdout)
     counted = invoke("count", str(written), "--from", "anthropic", "--format", "json", "--no-cache")
     assert json.loads(counted.stdout)["before"]["tokens"] == report["after"]["tokens"]
+
+
+def test_a_call_with_empty_arguments_becomes_an_empty_input(tmp_path: Path) -> None:
+    # Some OpenAI-compatible servers send "arguments": "" for a call that takes none: that is {} to
+    # Anthropic, not an invented {"arguments": ""} argument the tool never had.
+    source = tmp_path / "empty_args.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "user", "content": "What time is it?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "now", "arguments": ""}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+        {"role": "assistant", "content": "Noon."}]))
+    result, report = invoke_with_report(str(source), "--unlimited", "--to", "anthropic", tmp_path=tmp_path)
+    use = blocks(read_messages(result.stdout)[1], "tool_use")
+    assert [b["input"] for b in use] == [{}]
+    assert report["format"]["losses"] == []
+    # pi and Gemini store arguments as an object too.
+    pi, pi_report = invoke_with_report(str(source), "--unlimited", "--to", "pi", tmp_path=tmp_path)
+    assert '"arguments":{}' in pi.stdout.replace(" ", "") and pi_report["format"]["losses"] == []
+    gemini, _ = invoke_with_report(str(source), "--unlimited", "--to", "gemini-chat", tmp_path=tmp_path)
+    assert '"args":{}' in gemini.stdout.replace(" ", "")

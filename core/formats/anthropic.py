@@ -163,6 +163,8 @@ def use_block(call: Mapping[str, Any], template: dict[str, Any] | None = None) -
     function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
     arguments = function.get("arguments", "{}")
     free_form = custom_arguments(call)
+    if free_form is None and isinstance(arguments, str) and not arguments.strip():
+        arguments = "{}"  # a call that takes no arguments, as some OpenAI-compatible servers send it
     try:
         value = free_form if free_form is not None else \
             jsonio.loads(arguments) if isinstance(arguments, str) else arguments

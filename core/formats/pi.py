@@ -381,7 +381,7 @@ def _call_out(call: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
         new["arguments"] = free_form
     elif isinstance(arguments, str):
         try:
-            parsed = jsonio.loads(arguments)
+            parsed = jsonio.loads(arguments) if arguments.strip() else {}  # "": a call with no arguments
         except orjson.JSONDecodeError:
             parsed = arguments
         new["arguments"] = parsed if isinstance(parsed, dict) else arguments
