@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core import formats
-from tests.helpers import check_bad_line, invoke
+from tests.helpers import check_bad_line, invoke, invoke_with_report
 from tests.test_dataset import validate_dataset_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
@@ -333,7 +333,7 @@ def test_conversion_to_openai_and_back(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     assert invoke(str(TURNS), "--unlimited", "--to", "openai", "-o", str(chat), "--report", str(report)).exit_code == 0
     assert json.loads(report.read_text())["format"]["losses"] == [
-        {"what": "ShareGPT lines that are not messages", "count": 1}]  # the unknown speaker
+        {"what": "ShareGPT turns of a speaker compact does not know (from)", "count": 1}]  # "critic"
     back = tmp_path / "back.jsonl"
     assert invoke(str(chat), "--unlimited", "--to", "sharegpt", "-o", str(back), "--report", str(report)).exit_code == 0
     losses = json.loads(report.read_text())["format"]["losses"]
@@ -392,3 +392,18 @@ def test_orphan_observation_and_repair(source: Path, tmp_path: Path) -> None:
     assert "an observation no call is waiting for" not in text
     assert "converted_amount" in text and "Porto" in text
     assert json.loads(report.read_text())["removed"][0]["reason"].startswith("orphan tool result")
+
+
+@pytest.mark.parametrize("layout", ["conversation", "turns"])
+def test_a_turn_with_an_unknown_speaker_is_counted_when_converting(layout: str, tmp_path: Path) -> None:
+    # A speaker compact does not know ("robot") is kept in place when ShareGPT is written back; another
+    # format has no place for it, and the report says it was left out rather than dropping it silently.
+    turns = [{"from": "human", "value": "hi there"}, {"from": "robot", "value": "beep"}, {"from": "human", "value": "more"}]
+    source = tmp_path / "speakers.jsonl"
+    lines = [{"conversations": turns}] if layout == "conversation" else turns
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    same = invoke(str(source), "--unlimited")
+    assert same.stdout == source.read_text()
+    converted, report = invoke_with_report(str(source), "--unlimited", "--to", "openai", tmp_path=tmp_path)
+    assert "beep" not in converted.stdout
+    assert report["format"]["losses"] == [{"what": "ShareGPT turns of a speaker compact does not know (from)", "count": 1}]

@@ -92,6 +92,14 @@ class ShareGPT(Codec):
         yield from write_back(decoded, result, rebuild=_rebuilt_turn,
                               insert=lambda message, _: render_turns(message.data, Losses()))
 
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
+        """The turns of a speaker this codec does not know: kept in place here, carried by no other format."""
+        conversations = _conversation_lines(decoded.lines, decoded.path)
+        turns = conversations[0].data["conversations"] if conversations and conversations[0].data else \
+            [line.data for line in decoded.lines if line.data is not None]
+        unknown = sum(1 for turn in turns if isinstance(turn, dict) and turn.get("from") not in ROLE_OF)
+        return [("ShareGPT turns of a speaker compact does not know (from)", unknown)]
+
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         turns: list[dict[str, Any]] = []
         for message in messages:
