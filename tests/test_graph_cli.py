@@ -236,6 +236,26 @@ def test_an_integer_past_a_double_is_read_exactly_and_as_a_weight_is_non_finite(
     assert refused.exit_code == 2 and "non-finite weight" in refused.stderr and not (work / "out.json").exists()
 
 
+def test_a_weight_past_a_double_beside_a_nan_weight_is_named_not_a_traceback(work: Path) -> None:
+    # A snapshot holding both a NaN (or Infinity) and an integer past a double as weights: each is a
+    # non-finite weight named by its path, in whichever order they come, never an OverflowError.
+    base = json.loads((work / "valid.json").read_text())
+    assert len(base["relationships"]) >= 2
+    text = json.dumps(base)
+    for first, second in (("NaN", "-" + "1" * 401), ("1" * 401, "Infinity")):
+        rels = json.loads(text)["relationships"]
+        rels[0]["weight"], rels[1]["weight"] = "@FIRST@", "@SECOND@"
+        doc = {**json.loads(text), "relationships": rels}
+        (work / "both.json").write_text(json.dumps(doc).replace('"@FIRST@"', first).replace('"@SECOND@"', second))
+        checked = run("validate", "both.json")
+        assert checked.exit_code == 1, checked.output
+        lines = checked.stdout.splitlines()
+        assert [line.split(": ")[1] for line in lines] == ["$.relationships[0].weight", "$.relationships[1].weight"]
+        assert all("non-finite weight" in line for line in lines)
+        refused = run("merge", "valid.json", "both.json", "-o", "out.json")
+        assert refused.exit_code == 2 and "non-finite weight" in refused.stderr and not (work / "out.json").exists()
+
+
 def test_merge_refusals_exit_2_and_write_nothing(work: Path) -> None:
     before = (work / "valid.json").read_bytes()
     invalid = run("merge", "valid.json", "invalid.json", "-o", "out.json")

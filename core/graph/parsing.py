@@ -182,11 +182,13 @@ def parse_json(data: bytes) -> tuple[Any, Finding | None, bool]:
             return None, _invalid_utf8(data, error), False
         except (RecursionError, ValueError):  # (ValueError: an integer of more than 4,300 digits)
             return None, _malformed(strict_error), False
-        if next(walk_non_finite(document, ()), None) is not None:
+        # An integer past a double's range is valid JSON, read exactly; as a weight it is non-finite. orjson
+        # names only the first number it refuses: a NaN before such an integer hides it, so look every time.
+        huge = _mark_huge_weights(document)
+        if huge or next(walk_non_finite(document, ()), None) is not None:
             return document, None, True
         if "infinity when parsed as double" in strict_error.msg:
-            # An integer past a double's range: valid JSON, read exactly; as a weight it is non-finite.
-            return document, None, _mark_huge_weights(document)
+            return document, None, False
         return None, _malformed(strict_error), False
 
 
