@@ -184,3 +184,37 @@ def test_a_record_with_a_bad_tool_call_list_names_its_line(tmp_path: Path) -> No
     failed = invoke(str(path), "--unlimited")
     assert failed.exit_code == 2 and failed.stderr.count("\n") == 1
     assert f"{path}:3:" in failed.stderr and "toolCalls of the record b" in failed.stderr
+
+
+# --- Gemini CLI's own context --------------------------------------------------------------------------
+
+# The first lines of a session as current Gemini CLI writes it (verbatim shape): the metadata, then a
+# $set checkpoint holding the <session_context> record it puts before every conversation (the date, the
+# OS, the workspace tree), then the person's records.
+SESSION_CONTEXT = {"$set": {"messages": [{
+    "id": "d04923d38bb0f6017037e74183378ef4", "timestamp": "2026-07-31T12:50:23.324Z", "type": "user",
+    "content": [{"text": "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+                         "Today's date is Friday, July 31, 2026 (formatted according to the user's locale).\n"
+                         "My operating system is: linux\n- **Workspace Directories:**\n  - /work/proj\n"
+                         "- **Directory Structure:**\n\nShowing up to 200 items (files + folders).\n\n/work/proj/\n"
+                         "</session_context>"}]}], "lastUpdated": "2026-07-31T12:50:23.324Z"}}
+
+
+def test_the_session_context_gemini_cli_writes_first_is_not_taken_for_the_task(tmp_path: Path) -> None:
+    # The task statement (the first request a person typed) is pinned; Gemini CLI's own context record is
+    # not a request, so it is not what is pinned (nor what the note of removed turns calls the request).
+    task = "Task: rename the Timer class to Clock everywhere in /work/proj and keep the tests green."
+    records: list[dict[str, Any]] = [HEADER, SESSION_CONTEXT, record("u0", "user", task)]
+    for n in range(1, 7):
+        records += [record(f"g{n}", "gemini", f"step {n} " + "detail " * 120),
+                    record(f"u{n}", "user", f"continue with part {n} " + "please " * 20)]
+    path = write_session(tmp_path / "session-context.jsonl", [*records, record("gz", "gemini", "done")])
+    assert conversation(path)[0]["content"].startswith("<session_context>")  # read, and sent, as Gemini CLI does
+    out = tmp_path / "out.jsonl"
+    for summarizer in ("none", "extractive"):
+        run = invoke(str(path), "--max-tokens", "600", "--summarizer", summarizer, "-o", str(out))
+        assert run.exit_code == 0, run.output
+        kept = conversation(out)
+        assert task in [m["content"] for m in kept], (summarizer, kept)
+        assert not any('request: "<session_context>' in str(m["content"]) for m in kept)
+        assert any(str(m["content"]).startswith(("[compact:", "CUCA summary")) for m in kept)  # something went

@@ -12,6 +12,7 @@ from core.messages import (
     call_arguments,
     call_name,
     content_text,
+    is_request,
     tool_calls,
 )
 from core.summarizers.facts import (
@@ -104,10 +105,12 @@ def cleared_result(tokens: int, tool: str, target: str, gist: str) -> str:
 def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: str | None = None) -> str:
     """One line saying what a span of removed messages held: the requests, the tools and their targets."""
     tools: dict[str, dict[str, None]] = {}  # tool -> its distinct targets, in order
-    asked = ""
+    # the first request a person typed; harness text (Gemini CLI's <session_context>, a slash-command
+    # echo) only when there is none
+    said = [m for m in messages if m.role == "user" and content_text(m.data)]
+    request = next((m for m in said if is_request(m)), said[0] if said else None)
+    asked = _short(content_text(request.data), 120) if request is not None else ""
     for message in messages:
-        if message.role == "user" and not asked:
-            asked = _short(content_text(message.data), 120)
         for call in tool_calls(message.data):
             targets = tools.setdefault(call_name(call) or "tool", {})
             target = call_target(call)
