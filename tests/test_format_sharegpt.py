@@ -407,3 +407,19 @@ def test_a_turn_with_an_unknown_speaker_is_counted_when_converting(layout: str, 
     converted, report = invoke_with_report(str(source), "--unlimited", "--to", "openai", tmp_path=tmp_path)
     assert "beep" not in converted.stdout
     assert report["format"]["losses"] == [{"what": "ShareGPT turns of a speaker compact does not know (from)", "count": 1}]
+
+
+def test_a_clamped_call_counts_in_the_file_what_the_report_says(tmp_path: Path) -> None:
+    """A function_call's arguments read as compact JSON, the layout a clamped call is written back in:
+    read with spaces, the file held one token more than the report said."""
+    source = tmp_path / "in.jsonl"
+    turns = [{"from": "human", "value": "alpha"},
+             {"from": "function_call", "value": json.dumps({"name": "read_file", "arguments": {"path": "x = 1 " * 50}})},
+             {"from": "observation", "value": ""}]
+    source.write_text(json.dumps({"conversations": turns}) + "\n", encoding="utf-8")
+    out, report = tmp_path / "out.jsonl", tmp_path / "r.json"
+    run = invoke(str(source), "--max-tokens", "150", "--no-cache", "-o", str(out), "--report", str(report))
+    assert run.exit_code == 0, run.output
+    after = json.loads(report.read_text())["after"]["tokens"]
+    counted = invoke("count", str(out), "--from", "sharegpt", "--format", "json", "--no-cache")
+    assert json.loads(counted.stdout)["before"]["tokens"] == after <= 150

@@ -185,7 +185,8 @@ class _Reader:
         for k, item in enumerate(items, start=1):
             call_id = where if len(items) == 1 else f"{where}_{k}"
             arguments = item.get("arguments", {})
-            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+            # Compact JSON, as every reader writes arguments: a clamped call is written back in that layout.
+            text = arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()
             calls.append({"id": call_id, "type": "function", "function": {"name": item["name"], "arguments": text}})
             self.waiting.append((call_id, item["name"]))
         return calls
