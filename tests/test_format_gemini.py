@@ -377,3 +377,17 @@ def test_thinking_written_to_gemini_is_left_out_not_shown_as_the_reply(target: s
     assert [m.data["content"] for m in replies] == ["First paragraph.\n\nSecond paragraph."]
     losses = {loss["what"]: loss["count"] for loss in json.loads(report.read_text())["format"]["losses"]}
     assert losses == {"thinking parts (Gemini CLI logs keep text only)": 1}
+
+
+@pytest.mark.parametrize("fixture", ["gemini_chat.json", "gemini_session.jsonl"])
+def test_compacting_a_gemini_file_twice_writes_the_same_bytes(fixture: str, tmp_path: Path) -> None:
+    """The records compact adds (its summary, a trace) get ids made from where they go and what they
+    say, as Claude Code lines do: a fresh uuid4 each run made two runs on one input differ."""
+    outputs = []
+    for run in (1, 2):
+        out = tmp_path / f"out{run}{Path(fixture).suffix}"
+        done = invoke(str(FIXTURES / fixture), "--max-tokens", "150", "--no-cache", "-o", str(out))
+        assert done.exit_code == 0, done.output
+        outputs.append(out.read_bytes())
+    assert b"CUCA summary" in outputs[0]
+    assert outputs[0] == outputs[1]

@@ -207,9 +207,17 @@ def rebuilt_record(record: dict[str, Any], pieces: list[tuple[Message, Message |
     return out
 
 
-def added_records(messages: Iterable[Message], stamp: Any, losses: Losses) -> list[dict[str, Any]]:
-    """Records for what compact added (summaries, warnings, the graph): user text."""
-    return [record for message in messages for record in render_records([message], losses, stamp)]
+_NAMESPACE = uuid.UUID("0b6c2f43-5d1e-4a8f-9e27-3c4d5b6a7f80")
+
+
+def added_records(messages: Iterable[Message], stamp: Any, losses: Losses, anchor: Any) -> list[dict[str, Any]]:
+    """Records for what compact added (summaries, warnings, the graph): user text. Their ids are made
+    from ``anchor`` (the id of the record they go before, or after at the end), their place and their
+    text, so that one input compacted twice is written the same."""
+    records = [record for message in messages for record in render_records([message], losses, stamp)]
+    for position, record in enumerate(records):
+        record["id"] = str(uuid.uuid5(_NAMESPACE, repr((anchor, position, stamp, record.get("content")))))
+    return records
 
 
 def document_bytes(document: dict[str, Any], newline: bool = False) -> bytes:
@@ -304,13 +312,13 @@ class GeminiChat(Codec):
             pieces_of.setdefault(before.extra["record"], []).append((before, outcome.get(key)))
         records: list[dict[str, Any]] = []
         for index, record in enumerate(document["messages"]):
-            records.extend(added_records(added_before.pop(index, ()), record.get("timestamp"), Losses()))
+            records.extend(added_records(added_before.pop(index, ()), record.get("timestamp"), Losses(), record.get("id")))
             pieces = pieces_of.get(index)
             rebuilt = record if pieces is None else rebuilt_record(record, pieces)
             if rebuilt is not None:
                 records.append(rebuilt)
         last = records[-1].get("timestamp") if records else now_stamp()
-        records.extend(added_records(waiting, last, Losses()))
+        records.extend(added_records(waiting, last, Losses(), ("end", records[-1].get("id") if records else None)))
         source = line.to_bytes()
         bom = jsonio.UTF8_BOM if source.startswith(jsonio.UTF8_BOM) else b""
         yield bom + document_bytes({**document, "messages": records}, newline=source.endswith(b"\n"))

@@ -220,16 +220,18 @@ class GeminiSession(Codec):
         if scratchpad and not history.scratchpad_fresh:
             yield {"$set": {"memoryScratchpad": scratchpad}}
         last = history.metadata.get("lastUpdated") or now_stamp()
+        anchor = None  # the id of the last record written, for what compact adds at the end
         for index, (record, line) in enumerate(history.records.values()):
             while invalid and invalid[0].number < line.number:
                 yield invalid.pop(0).source
-            yield from added_records(added_before.pop(index, ()), record.get("timestamp"), Losses())
+            yield from added_records(added_before.pop(index, ()), record.get("timestamp"), Losses(), record.get("id"))
             pieces = pieces_of.get(index)
             rebuilt = record if pieces is None else rebuilt_record(record, pieces)
             if rebuilt is not None:
                 yield line.source if rebuilt is line.data else rebuilt
                 last = record.get("timestamp", last)
-        yield from added_records(waiting, last, Losses())
+                anchor = record.get("id")
+        yield from added_records(waiting, last, Losses(), ("end", anchor))
         for line in invalid:
             yield line.source
         if scratchpad and history.scratchpad_fresh:
