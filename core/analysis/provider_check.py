@@ -46,8 +46,6 @@ ROLE_FIXES = {
     "function": "use a tool message with the tool_call_id of its call",
 }
 ANTHROPIC_CALL_ID = re.compile(r"[a-zA-Z0-9_-]+")
-# The longest call id the API takes ("string too long. Expected a string with maximum length 40").
-CALL_ID_LIMIT = {OPENAI: 40, RESPONSES: 64}
 SCHEMAS = {
     OPENAI: "provider-openai-chat-message",
     RESPONSES: "provider-responses-input-item",
@@ -308,7 +306,10 @@ def _unanswered(view: _View, waiting: dict[str, int], names: dict[tuple[int, str
 
 
 def _id_length(view: _View, index: int, call_id: str) -> None:
-    limit = CALL_ID_LIMIT[view.provider]
+    # The limits --to shortens ids to (imported here: this module loads at start-up, conversion need not).
+    from core.formats.conversion import CALL_ID_LIMITS
+
+    limit = CALL_ID_LIMITS[view.provider]
     if len(call_id) > limit:
         view.report(index, "call-id-too-long", f"tool call id {call_id} is {len(call_id)} characters: "
                     f"{view.provider} takes at most {limit}", provider=view.provider)

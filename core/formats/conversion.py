@@ -92,8 +92,9 @@ def _holds(value: Any) -> bool:
     return value is not None and value != "" and value != [] and value != {}
 
 
-# The longest tool call id each target's API takes: Chat Completions refuses an id over 40 characters,
-# Responses a call_id over 64 (Codex sends its rollout's call_ids to it). Gemini CLI names a call
+# The longest tool call id each target's API takes: Chat Completions refuses an id over 40 characters
+# ("string too long. Expected a string with maximum length 40"), Responses a call_id over 64 (Codex
+# sends its rollout's call_ids to it). core.analysis.provider_check judges ids by the same table. Gemini CLI names a call
 # "<tool>-<ms>-<hex>" (44 characters for run_shell_command); pi keeps a Responses call as
 # "<call_id>|<item id>" (about 80).
 CALL_ID_LIMITS = {OPENAI: 40, "responses": 64, "codex": 64}
