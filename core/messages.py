@@ -175,6 +175,25 @@ def custom_arguments(call: Mapping[str, Any]) -> dict[str, str] | None:
     return {"input": _input_text(function if isinstance(function, Mapping) else {})}
 
 
+def arguments_value(call: Mapping[str, Any]) -> Any:
+    """A call's arguments as a format that stores them as an object reads them: a custom call's
+    ``{"input": text}``, ``""`` (a call that takes none, as some OpenAI-compatible servers send it) as
+    ``{}``, JSON text as its value, other text as it is. The writer wraps what is not an object."""
+    free_form = custom_arguments(call)
+    if free_form is not None:
+        return free_form
+    function = call.get("function")
+    arguments = function.get("arguments", "{}") if isinstance(function, Mapping) else "{}"
+    if not isinstance(arguments, str):
+        return arguments
+    if not arguments.strip():
+        return {}
+    try:
+        return jsonio.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+
+
 def _input_text(function: Mapping[str, Any]) -> str:
     arguments = function.get("arguments", "")
     return arguments if isinstance(arguments, str) else jsonio.dumps(arguments).decode()

@@ -26,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from core.formats.base import (
     Codec,
     Decoded,
@@ -46,7 +44,7 @@ from core.messages import (
     PLACEHOLDER_PREFIX,
     SUMMARY_MARKER,
     Message,
-    custom_arguments,
+    arguments_value,
     tool_calls,
 )
 
@@ -161,15 +159,7 @@ def image_block(part: dict[str, Any]) -> dict[str, Any]:
 def use_block(call: Mapping[str, Any], template: dict[str, Any] | None = None) -> dict[str, Any]:
     """A canonical tool call as a ``tool_use`` block (unknown fields of ``template`` kept)."""
     function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else {}
-    arguments = function.get("arguments", "{}")
-    free_form = custom_arguments(call)
-    if free_form is None and isinstance(arguments, str) and not arguments.strip():
-        arguments = "{}"  # a call that takes no arguments, as some OpenAI-compatible servers send it
-    try:
-        value = free_form if free_form is not None else \
-            jsonio.loads(arguments) if isinstance(arguments, str) else arguments
-    except orjson.JSONDecodeError:
-        value = {"arguments": arguments}
+    value = arguments_value(call)
     block: dict[str, Any] = dict(template) if template else {"type": "tool_use"}
     block["id"] = call.get("id")
     block["name"] = function.get("name", "")

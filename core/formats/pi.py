@@ -56,8 +56,6 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import orjson
-
 from core.errors import InputError
 from core.formats.base import (
     PARENT_RESULTS,
@@ -75,7 +73,7 @@ from core.formats.base import (
 )
 from core.formats.pi_tree import EPOCH, IdMaker, Out, Tree, context, keep_leaf_last, relink, uuid_of
 from core.io import jsonio
-from core.messages import FAILED, Message, custom_arguments, is_summary
+from core.messages import FAILED, Message, arguments_value, is_summary
 
 ENTRY_TYPES = frozenset({
     "message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom",
@@ -376,17 +374,8 @@ def _call_out(call: dict[str, Any], block: dict[str, Any] | None) -> dict[str, A
     old = new.get("arguments")
     if block is not None and (old if isinstance(old, str) else jsonio.dumps(old).decode()) == arguments:
         return new  # the same arguments: the original object, key order and all
-    free_form = custom_arguments(call)
-    if free_form is not None:
-        new["arguments"] = free_form
-    elif isinstance(arguments, str):
-        try:
-            parsed = jsonio.loads(arguments) if arguments.strip() else {}  # "": a call with no arguments
-        except orjson.JSONDecodeError:
-            parsed = arguments
-        new["arguments"] = parsed if isinstance(parsed, dict) else arguments
-    else:
-        new["arguments"] = arguments
+    value = arguments_value(call)
+    new["arguments"] = value if isinstance(value, dict) else arguments  # pi wants an object: else as it was
     return new
 
 
