@@ -281,6 +281,8 @@ class Cut:
     continuation: list[Message]
     prefix: list[Message] = field(default_factory=list)
     label: str = ""
+    # "request": at a human request; "auto": where an agent compacts on its own, mid-task
+    kind: str = "request"
 
 
 def physical_lines(raw: bytes) -> list[bytes]:
@@ -298,11 +300,14 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
     taken: set[int] = set()
     for fraction in fractions:
         start = math.ceil(fraction * len(messages))
+        kind = "request"
         index = next(
             (i for i in range(start, len(messages)) if is_human_request(messages[i], native)), None
         )
         if index is None:
-            notes.append(f"{session.name} @{fraction:.0%}: no human request at or after it")
+            kind, index = "auto", auto_compaction_point(messages, start)
+        if index is None:
+            notes.append(f"{session.name} @{fraction:.0%}: no human request or tool result at or after it")
             continue
         if index in taken:
             notes.append(f"{session.name} @{fraction:.0%}: same request as an earlier cut")
@@ -317,9 +322,28 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
                 raw[:last_line],
                 messages[index + 1 :],
                 label=f"{session.name}@{fraction:.0%}",
+                kind=kind,
             )
         )
     return cuts, notes
+
+
+def auto_compaction_point(messages: Sequence[Message], start: int) -> int | None:
+    """Where an agent driven by one prompt compacts on its own: the first tool result at or after
+    ``start`` that answers the last open call, with the assistant going on after it (Claude Code
+    and Codex compact there when the window fills, mid-task)."""
+    open_calls: set[str] = set()
+    for i, message in enumerate(messages[:-1]):
+        open_calls.update(call_ids(message.data))
+        open_calls.difference_update(result_ids(message.data))
+        if (
+            i >= start
+            and message.role == "tool"
+            and not open_calls
+            and messages[i + 1].role == "assistant"
+        ):
+            return i
+    return None
 
 
 # -- planted facts ----------------------------------------------------------------------------
@@ -390,8 +414,9 @@ def _plant_in(
     return False
 
 
-def plant(cut: Cut, asked: int) -> tuple[list[bytes], list[int]]:
-    """The prefix's native lines with the facts planted and the question in the cut message.
+def plant(cut: Cut, asked: int | None) -> tuple[list[bytes], list[int]]:
+    """The prefix's native lines with the facts planted and the question in the cut message
+    (none when ``asked`` is None: an auto-compaction cut ends with a tool result, no one asks).
 
     Returns the lines and the message index of each planted fact (-1 when none could take it).
     Each plant is checked by decoding the result, so a format that hides the text is caught.
@@ -442,13 +467,13 @@ def plant(cut: Cut, asked: int) -> tuple[list[bytes], list[int]]:
             if placed in by_role[role]:
                 seen[role] += 1
         where.append(placed)
-    key = FACTS[asked][0]
-    _plant_message(
-        lines,
-        prefix[-1],
-        f"Also, before you go on: what is the {key}? I need it afterwards.",
-        at_end=True,
-    )
+    if asked is not None:
+        _plant_message(
+            lines,
+            prefix[-1],
+            f"Also, before you go on: what is the {FACTS[asked][0]}? I need it afterwards.",
+            at_end=True,
+        )
     return lines, where
 
 
@@ -678,7 +703,7 @@ def score(
     needles: dict[str, tuple[str, int]],
     sources: dict[str, tuple[str, int]],
     where: list[int],
-    asked: int,
+    asked: int | None,
     budget: int,
     seconds: float,
 ) -> dict[str, Any]:
@@ -720,12 +745,13 @@ def score(
         "budget_use": tokens / budget,
         "messages": len(output),
         "facts": [f for f in facts if f is not None],
-        "asked_fact": facts[asked],
+        "asked_fact": None if asked is None else facts[asked],
         "system_kept": system_kept,
         "task_kept": task_kept,
-        "newest_user_kept": any(
-            m.role == "user" and newest in content_text(m.data) for m in output
-        ),
+        # An auto-compaction cut ends with a tool result: there is no newest request to keep.
+        "newest_user_kept": None
+        if cut.kind == "auto"
+        else any(m.role == "user" and newest in content_text(m.data) for m in output),
         "pairing_breaks": len(orphans(output) - orphans(planted)),
         "seconds": seconds,
         "lost": {kind: sorted(items)[:40] for kind, items in lost.items()},
@@ -765,7 +791,7 @@ def evaluate(
     prefix_tokens = sum(count(cut.prefix))
     needles = needles_for(cut.continuation, "\n".join(message_texts(cut.prefix)))
     sources = needle_sources(needles, cut.prefix)
-    asked = cut_number % len(FACTS)
+    asked = None if cut.kind == "auto" else cut_number % len(FACTS)
     lines, where = plant(cut, asked)
     planted_path = work / f"cut{cut_number}-planted{suffix}"
     planted_path.write_bytes(b"\n".join(lines) + b"\n")
@@ -795,6 +821,7 @@ def evaluate(
                 session=cut.session.name,
                 kind=cut.session.kind,
                 cut=cut.label,
+                cut_kind=cut.kind,
                 budget=budget,
                 method=name,
                 prefix_tokens=prefix_tokens,
@@ -908,7 +935,13 @@ def aggregate(
                     "task_kept": _mean(
                         [float(r["task_kept"]) for r in mine if r["task_kept"] is not None]
                     ),
-                    "newest_user_kept": _mean([float(r["newest_user_kept"]) for r in mine]),
+                    "newest_user_kept": _mean(
+                        [
+                            float(r["newest_user_kept"])
+                            for r in mine
+                            if r["newest_user_kept"] is not None
+                        ]
+                    ),
                     "pairing_breaks": sum(r["pairing_breaks"] for r in mine),
                     "seconds": sum(r["seconds"] for r in mine),
                 }
@@ -969,7 +1002,8 @@ def markdown(
             if row is None:
                 continue
             ratio = row["weighted"] / best if best and not math.isnan(best) else math.nan
-            pins = (row["system_kept"] in (None, 1.0)) and row["newest_user_kept"] == 1.0
+            newest = row["newest_user_kept"]  # nan when every cut was an auto-compaction
+            pins = row["system_kept"] in (None, 1.0) and (math.isnan(newest) or newest == 1.0)
             lines.append(
                 f"| {budget} | {name} | {ratio:.2f} | {_ok(ratio >= 1.25)} | {_ok(row['budget_use'] >= 0.95)} "
                 f"| {_ok(row['facts'] >= 0.6)} | {_ok(pins)} | {_ok(row['pairing_breaks'] == 0)} |"
@@ -981,9 +1015,11 @@ def _ok(flag: bool) -> str:
     return "PASS" if flag else "FAIL"
 
 
-def by_kind(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequence[int]) -> str:
-    """Weighted retention per kind of session (cuts in brackets): where a method wins or loses."""
-    kinds = sorted({r["kind"] for r in rows})
+def by_kind(
+    rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequence[int], key: str = "kind"
+) -> str:
+    """Weighted retention per kind of session, or of cut (cuts in brackets): where a method wins or loses."""
+    kinds = sorted({r[key] for r in rows})
     lines = ["| budget | method | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
     for budget in budgets:
         for method in methods:
@@ -994,7 +1030,7 @@ def by_kind(rows: list[dict[str, Any]], methods: Sequence[str], budgets: Sequenc
                     for r in rows
                     if r["budget"] == budget
                     and r["method"] == method
-                    and r["kind"] == kind
+                    and r[key] == kind
                     and r["needles"] >= MIN_NEEDLES
                 ]
                 cells.append(f"{_pct(_mean(mine))} ({len(mine)})" if mine else "-")
@@ -1164,13 +1200,17 @@ def main(argv: list[str] | None = None) -> int:
     table = aggregate(rows, names, budgets)
     report = markdown(table, compact_names, baselines)
     cuts_used = sorted({r["cut"] for r in rows})
+    auto_cuts = len({r["cut"] for r in rows if r["cut_kind"] == "auto"})
     report += (
-        f"\n{len(cuts_used)} cuts of {len({r['session'] for r in rows})} sessions; "
+        f"\n{len(cuts_used)} cuts of {len({r['session'] for r in rows})} sessions "
+        f"({len(cuts_used) - auto_cuts} at a human request, {auto_cuts} where the agent compacts on its own); "
         f"{skipped} (cut, budget) pairs skipped because the prefix was already under the budget; "
         f"{elapsed:.0f} s in all.\n"
     )
     report += f"\nWeighted retention by kind of session (cuts with {MIN_NEEDLES}+ needles in brackets):\n\n"
     report += by_kind(rows, names, budgets)
+    report += "\nWeighted retention by kind of cut:\n\n"
+    report += by_kind(rows, names, budgets, key="cut_kind")
     for name in compact_names:
         report += (
             f"\nWhat `{name}` lost most (needles of the continuation missing from its output):\n"

@@ -182,3 +182,39 @@ def test_the_bench_runs_end_to_end_and_is_deterministic(quality, tmp_path: Path)
     }
     assert all(r["tokens"] <= 4000 for r in first)
     assert first == run("b")
+
+
+def test_a_session_driven_by_one_prompt_is_cut_where_an_agent_auto_compacts(
+    quality, tmp_path: Path
+) -> None:
+    # One request, then the agent works alone: no human request after the middle, so the cut is
+    # where an agent compacts on its own: after a result that answers every open call, before
+    # the assistant goes on.
+    lines = [msg("system", "You are a coding agent."), msg("user", "Port the parser module to Rust please.")]
+    for i in range(10):
+        lines.append(
+            assistant_calls(
+                call(f"a{i}", "read_file", path=f"src/mod{i}.py"),
+                call(f"b{i}", "read_file", path=f"src/other{i}.py"),
+                content=f"Reading module {i} and its neighbour now.",
+            )
+        )
+        lines.append(result(f"a{i}", f"def f{i}():\n    return {i}\n" * 4))
+        lines.append(result(f"b{i}", f"def g{i}():\n    return {i}\n" * 4))
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    cuts, notes = quality.find_cuts(quality.Session("s", "test", path), (0.5, 0.75))
+    # 32 messages: 50% is message 16, the second result of a pair: the cut. 75% is message 24,
+    # the first result of a pair, whose call's partner is still open: the cut is message 25.
+    assert [(c.index, c.kind) for c in cuts] == [(16, "auto"), (25, "auto")]
+    assert notes == []
+    cut = cuts[0]
+    assert cut.continuation[0].role == "assistant"
+    cut.prefix = quality.formats.read(str(path)).messages[:17]
+    planted_lines, where = quality.plant(cut, asked=None)
+    planted = tmp_path / "p.jsonl"
+    planted.write_bytes(b"\n".join(planted_lines) + b"\n")
+    text = [quality.countable_text(m.data) for m in quality.formats.read(str(planted)).messages]
+    # Facts are planted as for any cut, but no question is put into a tool result.
+    assert sum(1 for w in where if w >= 0) == 5
+    assert not any("before you go on" in t for t in text)
