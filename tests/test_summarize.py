@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +310,10 @@ def test_the_summary_detail_is_not_garbled(tmp_path: Path) -> None:
     detail = next(a["detail"] for a in json.loads(report.read_text())["actions"] if a["strategy"] == "summarize")
     assert "(and " not in detail and "+ " not in detail
     summary = next(m["content"] for m in read_messages(out.stdout) if m["content"].startswith("CUCA summary:"))
-    assert "+        KeyError" not in summary and "(and " not in summary.split("Files read:")[-1].split("\n")[0][:7]
+    assert "+        KeyError" not in summary
+    # A list the room cut says how many older names it left out, once, first.
+    listed = summary.split("Files read: ")[-1].split("\n")[0].split(", ")
+    assert re.fullmatch(r"\(and \d+ earlier\)", listed[0]) and "(and " not in ", ".join(listed[1:])
     header_turns = summary.split("\n")[0].split(" turns ")[1].split(" ")[0]  # e.g. "1-2"
     body_turns = [line.split("(turn ")[1].split(")")[0] for line in summary.splitlines() if "(turn " in line]
     assert all(int(header_turns.split("-")[0]) <= int(t) <= int(header_turns.split("-")[1]) for t in body_turns)
@@ -525,7 +529,8 @@ def test_a_file_read_again_counts_as_newest_in_the_file_lists(tmp_path: Path) ->
                   "--strategy", "summarize:turns=40", "--summarizer", "extractive")
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     listed = next(line for line in summary.splitlines() if line.startswith("Files read:"))
-    assert listed.startswith("Files read: (and 10 earlier)") and listed.endswith("src/f0.py")
+    # 40 files read, f1 listed as changed instead: the newest 30 of the other 39.
+    assert listed.startswith("Files read: (and 9 earlier)") and listed.endswith("src/f0.py")
 
 
 def _working_file_session(content: str) -> list[dict[str, Any]]:
@@ -614,3 +619,35 @@ def test_the_outline_finds_definitions_whatever_ends_the_lines(text: str) -> Non
     from core.summarizers.facts import outline
 
     assert outline(text) == ["load_store", "StoreIndex"]
+
+
+def test_the_file_lists_keep_the_files_touched_last_whichever_list_they_are_on(tmp_path: Path) -> None:
+    # 40 files written early, then 40 read: with room for a few names, the lists name the files
+    # the agent read last, not the oldest writes (the changed list used to take the room first).
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Refactor the storage layer.")]
+    for i in range(40):
+        turns += [assistant_calls(call(f"w{i}", "write_file", path=f"src/storage/written_module_{i}.py", content=f"x = {i}\n")),
+                  result(f"w{i}", "ok")]
+    for i in range(40):
+        turns += [assistant_calls(call(f"r{i}", "read_file", path=f"src/readers/read_module_{i}.py")),
+                  result(f"r{i}", f"def reader_{i}():\n    return {i}\n" * 30)]
+    turns.append(msg("user", "Now run the tests."))
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "1500")
+    assert done.exit_code == 0, done.output
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    kept_calls = [c["function"]["arguments"] for m in read_messages(done.stdout) for c in m.get("tool_calls") or []]
+    covered = [i for i in range(40) if not any(f"read_module_{i}.py" in args for args in kept_calls)]
+    listed = next(line for line in summary.splitlines() if line.startswith("Files read:"))
+    assert listed.startswith("Files read: (and ") and listed.endswith(f"src/readers/read_module_{covered[-1]}.py")
+    assert "written_module" not in summary.split("</summary>")[1]
+
+
+def test_a_file_read_then_changed_is_listed_once_as_changed(tmp_path: Path) -> None:
+    turns: list[dict[str, Any]] = [msg("system", "s"), msg("user", "fix a")]
+    turns += [assistant_calls(call("r", "read_file", path="a.py")), result("r", "A"),
+              assistant_calls(call("e", "edit_file", path="a.py")), result("e", "ok"),
+              assistant_calls(call("r2", "read_file", path="c.py")), result("r2", "C"), msg("user", "now")]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--full", "--preset", "seed",
+                  "--strategy", "summarize:turns=1", "--summarizer", "extractive")
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    assert "Files changed: a.py" in summary and "Files read: c.py" in summary

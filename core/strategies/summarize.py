@@ -110,13 +110,6 @@ def _listed(text: str) -> list[str]:
     return [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
 
 
-def _newest(items: list[str], limit: int) -> list[str]:
-    """At most ``limit`` items, the newest; the list says how many older ones it left out."""
-    if len(items) <= limit:
-        return items
-    return [f"(and {len(items) - limit} earlier)", *items[-limit:]]
-
-
 def _unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
     """Both lists, each name at its latest place."""
     united = dict.fromkeys(earlier)
@@ -340,6 +333,41 @@ def _kept_write(workspace: Workspace, kept: set[int]) -> str:
     return f"; kept the newest write ({found}, {tokens:,} tokens) in place"
 
 
+def _last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, list[tuple[bool, str]]]) -> dict[str, int]:
+    """Each path the span's calls read or change, and the index of the message that touched it last."""
+    tracked_files(messages, memo)  # fills the memo
+    return {path: i for i, message in enumerate(messages) for _, path in memo.get(id(message), ())}
+
+
+def _newest_files(workspace: Workspace, changed: list[str], read: list[str], room: int,
+                  touched_last: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    """The files changed and read that fit in ``room`` tokens, the last touched first whichever list
+    they are on (at most MAX_FILES each), each list in its order; a list that leaves some out
+    says how many (all of them under --full, up to MAX_FILES)."""
+    older = len(changed) + len(read)  # the earlier summary's files: before the span, in their order
+    rank = {path: (touched_last.get(path, i - older), is_changed)
+            for is_changed, items in ((False, read), (True, changed)) for i, path in enumerate(items)}
+    kept: set[str] = set()
+    counts = {True: 0, False: 0}
+    room -= 12  # two "(and N earlier)" notes
+    for path in sorted(rank, key=rank.__getitem__, reverse=True):
+        is_changed = rank[path][1]
+        if counts[is_changed] == MAX_FILES:
+            continue
+        cost = 0 if workspace.full else workspace.counter.count_text(path) + 1
+        if cost > room:
+            break
+        kept.add(path)
+        counts[is_changed] += 1
+        room -= cost
+    return _with_earlier([p for p in changed if p in kept], len(changed)), _with_earlier(
+        [p for p in read if p in kept], len(read))
+
+
+def _with_earlier(kept: list[str], total: int) -> list[str]:
+    return [f"(and {total - len(kept)} earlier)", *kept] if kept and len(kept) < total else kept
+
+
 def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
     """The newest of ``items`` that fit in ``room`` tokens (all of them under --full)."""
     if workspace.full:
@@ -407,9 +435,10 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         if store is not None:
             store.put_summary(key, text, {"by": by, "attempts": result.attempts})
     read, changed = tracked_files(span, memo.files)
-    read = _newest(_unite(read_before, read), MAX_FILES)
-    changed = _newest(_unite(changed_before, changed), MAX_FILES)
+    read, changed = _unite(read_before, read), _unite(changed_before, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
+    # A file the span changed is named once, as changed: the agent knew it.
+    read = [path for path in read if path not in frozenset(changed)]
     lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
         (f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
@@ -418,8 +447,12 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     ]
     if store is not None:
         lines.append(f"The summarized messages are in the offload store: compact recall WORDS --store {store.path}")
-    # The file lists and the kept identifiers take what room the summary leaves, newest first.
+    # The file lists and the kept identifiers take what room the summary leaves: the files touched
+    # last first, read or changed alike (an agent goes back to what it worked on last).
     used = workspace.counter.count_text("\n".join(lines)) + 8
+    labels = workspace.counter.count_text(FILES_CHANGED) + workspace.counter.count_text(FILES_READ) + 2
+    touched_last = _last_touches(span, memo.files)
+    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last)
     for label, items in ((FILES_CHANGED, changed), (FILES_READ, read), (FACTS, lost)):
         fitting = _fitting(workspace, items, room - used - workspace.counter.count_text(label))
         if label == FACTS:
