@@ -100,6 +100,33 @@ def test_removing_strategies_stop_as_soon_as_the_budget_is_met() -> None:
     assert out.report["over_budget"] is False
 
 
+def test_when_only_some_results_must_go_those_the_agent_never_came_back_to_go_first() -> None:
+    """The agent looked up four reservations and went on with one: clearing the three it never
+    mentioned again meets the budget, so the one it works on stays whole, though it is the oldest."""
+    def details(code: str, flight: str) -> str:
+        return json.dumps({"reservation_id": code, "user_id": "sofia_kim_7287", "flights": [
+            {"flight_number": flight, "date": "2024-05-27", "origin": "IAH", "destination": "DEN"}],
+            "payment_history": [{"payment_id": f"gift_card_{n}", "amount": 100 + n} for n in range(40)]})
+    messages = [msg("system", "You are an airline agent."), msg("user", "Change my Houston to Denver trip.")]
+    for n, (code, flight) in enumerate((("OBUT9V", "HAT078"), ("KA7I60", "HAT511"), ("I57WUD", "HAT620"),
+                                        ("AQLBTL", "HAT733"))):
+        messages += [assistant_calls(call(f"c{n}", "get_reservation_details", reservation_id=code)),
+                     result(f"c{n}", details(code, flight))]
+    messages += [msg("assistant", "Your Houston to Denver trip is reservation OBUT9V, on flight HAT078."),
+                 msg("user", "Yes, move it to the next day.")]
+    before = run_core(messages, mode="unlimited").report["before"]["tokens"]
+    out = run_core(messages, max_tokens=before - 1200, strategies=["clear_tool_results:keep_pairs=0"])
+    contents = {m.line: m.data["content"] for m in out.messages}
+    assert contents[4].startswith('{"reservation_id": "OBUT9V"')  # the one it went on with
+    cleared = [e["line"] for e in out.report["removed"]]
+    # The lookups it never came back to, oldest first (the last one only cut in the middle: enough).
+    assert len(cleared) >= 2 and set(cleared) <= {6, 8, 10}
+    assert contents[6].startswith("[compact: tool result of get_reservation_details ")
+    assert out.report["over_budget"] is False
+    detail = next(a["detail"] for a in out.report["actions"] if a["strategy"] == "clear_tool_results")
+    assert "those the agent did not use later before the rest" in detail
+
+
 def test_clamp_keeps_head_and_tail_token_exact() -> None:
     from tests.helpers import shared_counter
 

@@ -1,8 +1,9 @@
 """ClearToolResults{keep_pairs}: old tool outputs become a placeholder; calls and results stay paired.
 
-Oldest first, and only as many as the budget needs. What stays untouched: the
-newest ``keep_pairs`` results and, under a token budget, every result among the
-newest messages that make up ``keep_recent`` of the budget (the work in hand).
+Oldest first, and only as many as the budget needs; when clearing only some of them meets the
+budget, those the agent did not use later (no string of theirs in what it wrote after them) go
+first. What stays untouched: the newest ``keep_pairs`` results and, under a token budget, every
+result among the newest messages that make up ``keep_recent`` of the budget (the work in hand).
 The placeholder names the tool, its target and, for a source file, the names it
 defines, so the model knows what it saw and can read it again.
 """
@@ -13,6 +14,7 @@ from core.engine import placeholders
 from core.engine.budget import AIM_SHARE, FILL_SHARE
 from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
+from core.engine.later_use import used_later
 from core.engine.workspace import Workspace
 from core.messages import call_name, content_text, tool_calls
 from core.strategies.base import Param, StrategyInfo
@@ -58,16 +60,19 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
     messages = workspace.messages
     structure = workspace.structure
     results = [i for i, m in enumerate(messages) if m.role in ("tool", "function") and workspace.alive(i)]
-    candidates = results[: max(0, len(results) - keep_pairs)]
     protected_from = recent_start(workspace, keep_recent)
+    candidates = [
+        position for position in results[: max(0, len(results) - keep_pairs)]
+        if position < protected_from and not workspace.pinned(position) and not workspace.must_go(position)
+        and not placeholders.is_placeholder(messages[position])
+    ]
+    candidates, unused = _unused_first(workspace, candidates)
     call_of = {result: key for key, answered in structure.results_of_call.items() for result in answered}
     cleared = 0
     for position in candidates:
-        if not workspace.should_continue() or position >= protected_from:
+        if not workspace.should_continue():
             break
         message = messages[position]
-        if workspace.pinned(position) or workspace.must_go(position) or placeholders.is_placeholder(message):
-            continue
         tool, target, quoting = "", "", False
         key = call_of.get(position)
         if key is not None:
@@ -85,7 +90,23 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
                 continue  # even that would cost as much as the result
         workspace.rewrite(position, data, "tool result cleared")
         cleared += 1
-    return f"cleared {cleared} tool result(s), oldest first; the newest {keep_pairs} and the recent work kept"
+    order = "oldest first, those the agent did not use later before the rest" if unused else "oldest first"
+    return f"cleared {cleared} tool result(s), {order}; the newest {keep_pairs} and the recent work kept"
+
+
+def _unused_first(workspace: Workspace, candidates: list[int]) -> tuple[list[int], bool]:
+    """The results to clear, oldest first; when clearing only some of them meets the budget, those
+    the agent did not use later go first (the rest keep their order after them). And whether any
+    went ahead of an older one."""
+    limit = workspace.budget.token_limit
+    if not workspace.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
+        return candidates, False
+    messages = workspace.messages
+    if workspace.live_tokens - sum(messages[p].tokens for p in candidates) > limit:
+        return candidates, False  # every one of them goes anyway
+    used = used_later(workspace, {p: messages[p] for p in candidates})
+    order = [p for p in candidates if p not in used] + [p for p in candidates if p in used]
+    return order, order != candidates
 
 
 STRATEGY = StrategyInfo(
