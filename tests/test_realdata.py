@@ -151,3 +151,16 @@ def test_a_swe_agent_trajectory_is_made_valid_for_openai_by_repair(realdata: Pat
     tools = [m for m in written if m["role"] == "tool"]
     assert tools and all("tool_call_ids" not in m and m["tool_call_id"] for m in tools)
     assert invoke("validate", str(out), "--for", "openai").exit_code == 0
+
+
+def test_a_span_too_small_around_the_working_copies_is_summarized_with_them(realdata: Path, tmp_path: Path) -> None:
+    """The Codex session up to its 92nd line (5k tokens) at 4,000 tokens: its writes are most of
+    what is old, so the span left around them is smaller than any summary. The summary then takes
+    the writes like the rest, instead of being skipped and leaving the window to drop the turns
+    with no record at all."""
+    lines = (realdata / "codex-cli" / "codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl").read_text()
+    prefix = tmp_path / "prefix.jsonl"
+    prefix.write_text("".join(lines.splitlines(keepends=True)[:92]))
+    report = compact_to_budget(prefix, 4000, tmp_path)
+    acted = [a["strategy"] for a in report["actions"]]
+    assert "summarize" in acted and "sliding_window" not in acted and not report["skipped"]

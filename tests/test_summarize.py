@@ -569,7 +569,39 @@ def test_the_file_the_agent_wrote_last_stays_verbatim_through_the_summary(tmp_pa
     assert any(m.get("tool_call_id") == "w1" for m in out)  # with its result
     assert out[4]["content"].startswith("CUCA summary:")  # the turns after it are summarized
     summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
-    assert "kept the newest write (Write docs/plan.md, " in summarized["detail"]
+    assert "kept the working copies in place (Write docs/plan.md, " in summarized["detail"]
+
+
+def test_the_working_copies_of_the_files_changed_last_stay_with_their_later_edits(tmp_path: Path) -> None:
+    # Claude Code brings back the files it worked on after compacting. Each file's newest whole
+    # write and the edits after it stay verbatim; a write the file's newer whole write replaced does not.
+    plan_v1 = "# Plan (draft)\n\n" + "".join(f"- maybe `draft_{i}`\n" for i in range(20))
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(20))
+    code = "".join(f"def export_case_{i}(rows):\n    return [r for r in rows if r.case == {i}]\n\n" for i in range(10))
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Plan the exporter, then write it.")]
+    turns += [assistant_calls(call("w0", "Write", file_path="docs/plan.md", content=plan_v1)), result("w0", "ok"),
+              assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)), result("w1", "ok"),
+              assistant_calls(call("w2", "Write", file_path="src/export.py", content=code)), result("w2", "ok")]
+    for i in range(30):
+        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+        if i == 20:
+            turns += [assistant_calls(call("e1", "Edit", file_path="src/export.py", old_string="r.case == 3",
+                                           new_string="r.case == 3 and r.valid")), result("e1", "ok")]
+    turns.append(msg("user", "Now implement phase 2 of the plan."))
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    out = read_messages(done.stdout)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= 4000 and out[2]["content"].startswith("CUCA summary:")
+    kept = {call["id"]: json.loads(call["function"]["arguments"]) for m in out for call in m.get("tool_calls") or []}
+    assert kept["w1"]["content"] == plan and kept["w2"]["content"] == code and "e1" in kept
+    assert "w0" not in kept  # the draft the newer plan replaced
+    assert {"w1", "w2", "e1"} <= {m.get("tool_call_id") for m in out}  # with their results
+    summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
+    # (the edit comes after the span: the span went around the two writes)
+    assert "kept the working copies in place (Write docs/plan.md, Write src/export.py, " in summarized["detail"]
 
 
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
@@ -607,7 +639,7 @@ def test_keeping_the_agents_write_never_costs_the_newest_reply(write_turn: int, 
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["after"]["tokens"] <= budget
     kept = any(call["function"]["name"] == "write_file" for m in out for call in m.get("tool_calls") or [])
-    said = any("kept the newest write" in (a["detail"] or "") for a in report["actions"])
+    said = any("kept the working copies" in (a["detail"] or "") for a in report["actions"])
     assert said <= kept  # the detail never claims a write the output lost
 
 

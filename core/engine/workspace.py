@@ -211,6 +211,11 @@ class Workspace:
         self._inserted = {}
         self._reshaped = False
 
+    def restart_step(self) -> None:
+        """Undo what the current step did so far and go on with it afresh (another plan)."""
+        self.rollback()
+        self.begin(self.strategy, self.pass_number)
+
     def end(self, detail: str = "") -> StepOutcome:
         """Apply the marks: the list shrinks to the survivors and the structure is recomputed.
 

@@ -27,6 +27,7 @@ from core.messages import (
     FAILED,
     SUMMARY_MARKER,
     Message,
+    call_arguments,
     call_name,
     content_text,
     is_summary,
@@ -47,8 +48,12 @@ MAX_FILES = 30
 MAX_KEPT_FACTS = 20
 
 
+# (is a read, path, holds the whole content) for each file a message's calls read or change.
+Touches = list[tuple[bool, str, bool]]
+
+
 def tracked_files(messages: Sequence[Mapping[str, Any]],
-                  memo: dict[int, list[tuple[bool, str]]] | None = None) -> tuple[list[str], list[str]]:
+                  memo: dict[int, Touches] | None = None) -> tuple[list[str], list[str]]:
     """The files the span's tool calls read and changed, whatever agent made the calls, ordered by
     when each was last touched: the lists keep the newest names, and a file gone back to is recent.
     ``memo`` keeps each message's files between calls on overlapping spans (a run composes one
@@ -56,25 +61,30 @@ def tracked_files(messages: Sequence[Mapping[str, Any]],
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
     for message in messages:
-        touched = memo.get(id(message)) if memo is not None else None
-        if touched is None:
-            touched = _files_touched(message)
-            if memo is not None:
-                memo[id(message)] = touched
-        for is_read, path in touched:
+        for is_read, path, _ in _touches(message, memo):
             _touch(read if is_read else changed, (path,))
     return list(read), list(changed)
 
 
-def _files_touched(message: Mapping[str, Any]) -> list[tuple[bool, str]]:
-    """(is a read, path) for each file the message's calls read or change, in order."""
-    touched: list[tuple[bool, str]] = []
-    for call in tool_calls(message):
-        found = classify(call)
-        if found is not None:
-            touched.append((found[0] == "read", found[1]))
-        touched += [(False, path) for path in patch_files(call)]  # a patch may change several files
+def _touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touches:
+    """The files the message's calls read or change, in order (remembered in ``memo``)."""
+    touched = memo.get(id(message)) if memo is not None else None
+    if touched is None:
+        touched = []
+        for call in tool_calls(message):
+            found = classify(call)
+            if found is not None:
+                touched.append((found[0] == "read", found[1], found[0] == "write" and _whole_write(call)))
+            touched += [(False, path, False) for path in patch_files(call)]  # a patch may change several files
+        if memo is not None:
+            memo[id(message)] = touched
     return touched
+
+
+def _whole_write(call: Mapping[str, Any]) -> bool:
+    """Whether a write call holds the file's whole content (not an edit of part of it)."""
+    arguments = call_arguments(call)
+    return any(isinstance(arguments.get(key), str) for key in ("content", "file_text"))
 
 
 def _writes(message: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -132,7 +142,7 @@ class _Memo:
     """What one step reads once however often it composes the span's summary (to fit, to keep its
     newest exchange, to top up): each message's files, and where the earlier summaries are."""
 
-    files: dict[int, list[tuple[bool, str]]] = field(default_factory=dict)
+    files: dict[int, Touches] = field(default_factory=dict)
     summaries: list[int] | None = None
 
     def previous_summary(self, workspace: Workspace, before: int) -> int | None:
@@ -155,6 +165,7 @@ DIGEST_SHARE = 0.75
 # of the span, as the earlier steps left it, when it takes at most this share of the budget
 # (Claude Code likewise brings back the files it worked on after compacting).
 WORKING_COPY_SHARE = 0.4
+WORKING_FILES = 5
 MIN_SUMMARY_TOKENS = 64
 SEED_TURNS = 10
 
@@ -178,28 +189,36 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _working_copy(workspace: Workspace) -> set[int]:
-    """The exchange of the agent's newest write of a file (its content, its edit), when it takes at
-    most WORKING_COPY_SHARE of the budget; else empty. An older write of a file written again later
-    is stale, so it is not a fallback for a newer one too large to keep."""
+def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
+    """The exchanges that hold the agent's working copies of the files it changed last: for each
+    file, newest change first, its newest whole write (the content) and the edits after it, while
+    they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files). A write
+    older than the file's newest whole write is stale and never kept."""
     limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
     counted = workspace.structure.counted
-    written: set[str] = set()
     # Only before the current turn: the summary never needs to reach into it for a write, and
     # going around one there would take the turn's newest messages instead.
     current = workspace.structure.current_turn_start
+    copies: dict[str, set[int]] = {}  # path -> the exchanges of its working copy, newest file first
+    whole: set[str] = set()  # files whose newest whole write is found: older writes are stale
     for position in range((len(workspace.messages) if current is None else current) - 1, -1, -1):
         message = workspace.messages[position]
         if message.role != "assistant" or not workspace.alive(position):
             continue
-        paths = {path for _, path in _writes(message.data)}
-        if not paths or paths <= written:
-            continue
-        written |= paths
-        exchange = workspace.removal_set([position]) or set()
-        if exchange and sum(workspace.messages[p].tokens for p in exchange if counted[p]) <= limit:
-            return exchange
-    return set()
+        for is_read, path, is_whole in _touches(original_data(message), memo):
+            if is_read or path in whole or path not in copies and len(copies) == WORKING_FILES:
+                continue
+            copies.setdefault(path, set()).update(workspace.removal_set([position]) or set())
+            if is_whole:
+                whole.add(path)
+        if len(whole) == WORKING_FILES:
+            break  # every file's working copy is found: the rest is stale
+    kept: set[int] = set()
+    for exchanges in copies.values():
+        together = kept | exchanges
+        if sum(workspace.messages[p].tokens for p in together if counted[p]) <= limit:
+            kept = together
+    return kept
 
 
 def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
@@ -303,19 +322,28 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         first_previous = memo.previous_summary(workspace, len(workspace.messages))
         previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
-        kept = _working_copy(workspace)
+        kept = _working_copy(workspace, memo.files)
         removable = _span_to_go(workspace, room, kept)
         current = workspace.structure.current_turn_start
         if kept and (not _reaches(workspace, removable, room) or current is not None and removable[-1:] > [current]):
-            # Going around the write would not reach the budget, or would take the current turn's
-            # newest messages instead: the write goes like the rest.
+            # Going around the writes would not reach the budget, or would take the current turn's
+            # newest messages instead: the writes go like the rest.
             kept = set()
             removable = _span_to_go(workspace, room)
         if kept and removable and min(kept) < removable[-1]:  # the span went around it: say so
-            working = _kept_write(workspace, kept)
+            working = _kept_write(workspace, kept, removable)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
-    return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept) + working
+    try:
+        return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept) + working
+    except StrategySkipped:
+        if not kept:
+            raise
+    # The span left around the writes was too small for a summary to pay off (the writes are most
+    # of what is old): the writes go like the rest.
+    workspace.restart_step()
+    removable = _span_to_go(workspace, room)
+    return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=True)
 
 
 def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) -> bool:
@@ -326,17 +354,17 @@ def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) ->
     return not workspace.budget.over(messages, tokens + reserve_tokens)
 
 
-def _kept_write(workspace: Workspace, kept: set[int]) -> str:
-    """The detail's words for the working copy the span went around."""
-    found = ", ".join(f"{tool} {path}" for tool, path in _writes(workspace.messages[min(kept)].data))
-    tokens = sum(workspace.messages[p].tokens for p in kept if workspace.structure.counted[p])
-    return f"; kept the newest write ({found}, {tokens:,} tokens) in place"
+def _kept_write(workspace: Workspace, kept: set[int], removable: list[int]) -> str:
+    """The detail's words for the working copies the span went around."""
+    around = [p for p in sorted(kept) if p < removable[-1]]
+    found = ", ".join(dict.fromkeys(f"{tool} {path}" for p in around for tool, path in _writes(workspace.messages[p].data)))
+    tokens = sum(workspace.messages[p].tokens for p in around if workspace.structure.counted[p])
+    return f"; kept the working copies in place ({found}, {tokens:,} tokens)"
 
 
-def _last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, list[tuple[bool, str]]]) -> dict[str, int]:
+def _last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, Touches]) -> dict[str, int]:
     """Each path the span's calls read or change, and the index of the message that touched it last."""
-    tracked_files(messages, memo)  # fills the memo
-    return {path: i for i, message in enumerate(messages) for _, path in memo.get(id(message), ())}
+    return {path: i for i, message in enumerate(messages) for _, path, _ in _touches(message, memo)}
 
 
 def _newest_files(workspace: Workspace, changed: list[str], read: list[str], room: int,
