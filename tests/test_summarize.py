@@ -683,3 +683,22 @@ def test_a_file_read_then_changed_is_listed_once_as_changed(tmp_path: Path) -> N
                   "--strategy", "summarize:turns=1", "--summarizer", "extractive")
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     assert "Files changed: a.py" in summary and "Files read: c.py" in summary
+
+
+def test_under_full_the_file_lists_stay_when_the_digest_fills_the_room(tmp_path: Path) -> None:
+    # --full keeps every file name (up to MAX_FILES a list) whatever room the digest left: a small
+    # max_tokens that the digest fills must not drop the lists.
+    turns: list[dict[str, Any]] = [msg("system", "s"), msg("user", "Refactor the storage layer and fix every failing module.")]
+    for i in range(40):
+        turns += [assistant_calls(call(f"r{i}", "read_file", path=f"src/m{i}.py"),
+                                  content=f"Now module {i}: the error TraceId_{i} names handler_{i}."),
+                  result(f"r{i}", f"def f_{i}(x):\n    return compute_value_{i}(x) + {i * 1000 + 7}\n" * 20)]
+    turns += [assistant_calls(call("w", "write_file", path="src/fixed.py", content="x = 1\n")), result("w", "ok"),
+              msg("user", "now run the tests")]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--full", "--preset", "seed",
+                  "--strategy", "summarize:turns=1,max_tokens=200", "--summarizer", "extractive")
+    assert done.exit_code == 0, done.output
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    assert "Files changed: src/fixed.py" in summary
+    listed = next(line for line in summary.splitlines() if line.startswith("Files read:"))
+    assert listed == "Files read: (and 10 earlier), " + ", ".join(f"src/m{i}.py" for i in range(10, 40))

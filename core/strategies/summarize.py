@@ -383,7 +383,7 @@ def _newest_files(workspace: Workspace, changed: list[str], read: list[str], roo
         if counts[is_changed] == MAX_FILES:
             continue
         cost = 0 if workspace.full else workspace.counter.count_text(path) + 1
-        if cost > room:
+        if cost > room and not workspace.full:
             break
         kept.add(path)
         counts[is_changed] += 1
