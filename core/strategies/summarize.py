@@ -466,7 +466,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     read, changed = _unite(read_before, read), _unite(changed_before, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
     # A file the span changed is named once, as changed: the agent knew it.
-    read = [path for path in read if path not in frozenset(changed)]
+    changed_names = frozenset(changed)  # (once: per name it made the step quadratic in the files)
+    read = [path for path in read if path not in changed_names]
     lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
         (f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
