@@ -723,3 +723,17 @@ def test_folding_in_long_file_lists_is_linear_in_their_length(tmp_path: Path) ->
     listed = {line.split(":")[0]: line for line in summary.splitlines() if line.startswith("Files ")}
     assert listed["Files changed"].startswith(f"Files changed: (and {names - 30} earlier), ")
     assert "pkg/changed_5.py" in listed["Files changed"] and "changed_5.py" not in listed["Files read"]
+
+
+def test_a_folded_summary_keeps_the_count_of_the_names_it_had_left_out(tmp_path: Path) -> None:
+    # The earlier summary had no room for 50 older reads and 7 older changes: folding it in keeps
+    # saying so, and counts the names this one leaves out on top.
+    previous = ("CUCA summary: turns 1-3 (lines 2-40, 39 messages) summarized by extractive.\nThe agent renamed the package.\n"
+                "Files changed: (and 7 earlier), pkg/x.py\nFiles read: (and 50 earlier), pkg/a.py, pkg/b.py")
+    turns = [msg("system", "s"), msg("system", previous), msg("user", "go on"),
+             assistant_calls(call("r", "read_file", path="pkg/c.py")), result("r", "x = 1\n"), msg("user", "now")]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--full", "--preset", "seed",
+                  "--strategy", "summarize:turns=1", "--summarizer", "extractive")
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    assert "Files changed: (and 7 earlier), pkg/x.py\n" in summary
+    assert "Files read: (and 50 earlier), pkg/a.py, pkg/b.py, pkg/c.py" in summary

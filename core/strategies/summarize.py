@@ -115,6 +115,16 @@ def parse_previous(text: str) -> tuple[str, list[str], list[str], list[str]]:
     return "\n".join(body).strip(), read, changed, facts
 
 
+_LEFT_OUT = re.compile(r"\(and (\d+) earlier\)")
+
+
+def _left_out(text: str, label: str) -> int:
+    """How many names a previous summary's list said it left out (its "(and N earlier)" note)."""
+    line = next((line for line in text.splitlines()[1:] if line.startswith(label)), "")
+    found = _LEFT_OUT.match(line[len(label):].strip())
+    return int(found.group(1)) if found else 0
+
+
 def _listed(text: str) -> list[str]:
     """The paths of a "Files read:" line, without its "(and N earlier)" note."""
     return [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
@@ -368,10 +378,11 @@ def _last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, Touches
 
 
 def _newest_files(workspace: Workspace, changed: list[str], read: list[str], room: int,
-                  touched_last: Mapping[str, int]) -> tuple[list[str], list[str]]:
+                  touched_last: Mapping[str, int], left_out: tuple[int, int] = (0, 0)) -> tuple[list[str], list[str]]:
     """The files changed and read that fit in ``room`` tokens, the last touched first whichever list
     they are on (at most MAX_FILES each), each list in its order; a list that leaves some out
-    says how many (all of them under --full, up to MAX_FILES)."""
+    says how many (all of them under --full, up to MAX_FILES), with the ``left_out`` (changed,
+    read) names an earlier summary's lists no longer name."""
     older = len(changed) + len(read)  # the earlier summary's files: before the span, in their order
     rank = {path: (touched_last.get(path, i - older), is_changed)
             for is_changed, items in ((False, read), (True, changed)) for i, path in enumerate(items)}
@@ -388,8 +399,8 @@ def _newest_files(workspace: Workspace, changed: list[str], read: list[str], roo
         kept.add(path)
         counts[is_changed] += 1
         room -= cost
-    return _with_earlier([p for p in changed if p in kept], len(changed)), _with_earlier(
-        [p for p in read if p in kept], len(read))
+    return _with_earlier([p for p in changed if p in kept], len(changed) + left_out[0]), _with_earlier(
+        [p for p in read if p in kept], len(read) + left_out[1])
 
 
 def _with_earlier(kept: list[str], total: int) -> list[str]:
@@ -481,7 +492,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     used = workspace.counter.count_text("\n".join(lines)) + 8
     labels = workspace.counter.count_text(FILES_CHANGED) + workspace.counter.count_text(FILES_READ) + 2
     touched_last = _last_touches(span, memo.files)
-    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last)
+    left_out = (_left_out(previous_text, FILES_CHANGED), _left_out(previous_text, FILES_READ))
+    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last, left_out)
     for label, items in ((FILES_CHANGED, changed), (FILES_READ, read), (FACTS, lost)):
         fitting = _fitting(workspace, items, room - used - workspace.counter.count_text(label))
         if label == FACTS:
