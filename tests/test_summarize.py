@@ -737,3 +737,18 @@ def test_a_folded_summary_keeps_the_count_of_the_names_it_had_left_out(tmp_path:
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     assert "Files changed: (and 7 earlier), pkg/x.py\n" in summary
     assert "Files read: (and 50 earlier), pkg/a.py, pkg/b.py, pkg/c.py" in summary
+
+
+def test_the_documented_file_lists_are_what_a_summary_writes(tmp_path: Path) -> None:
+    # docs/strategies.md shows a summary of a span that read src/a.py and src/b.py and changed src/b.py.
+    documented = (Path(__file__).resolve().parent.parent / "docs" / "strategies.md").read_text(encoding="utf-8")
+    example = documented.split("CUCA summary: turns 1-3")[1].split("```")[0]
+    turns = [msg("system", "s"), msg("user", "fix b"),
+             assistant_calls(call("r1", "read_file", path="src/a.py")), result("r1", "A"),
+             assistant_calls(call("r2", "read_file", path="src/b.py")), result("r2", "B"),
+             assistant_calls(call("e", "edit_file", path="src/b.py")), result("e", "ok"), msg("user", "now")]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--full", "--preset", "seed",
+                  "--strategy", "summarize:turns=1", "--summarizer", "extractive")
+    summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
+    written = [line for line in summary.splitlines() if line.startswith("Files ")]
+    assert written == [line for line in example.splitlines() if line.startswith("Files ")]

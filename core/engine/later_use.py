@@ -1,12 +1,12 @@
 """Which tool results the agent went on to use: the conversation's own evidence of what matters.
 
-A result is *used later* when a distinctive string it holds (a path, an id, a number of four or
+A result is *used later* when a distinctive string it holds (a path, an id, a number of five or
 more digits, a dotted, snake_case or CamelCase name) appears in what the assistant wrote after it:
 its text and the values of its later calls' arguments (not their keys, which are the tool's
 schema). A lookup the agent never came back to (the wrong reservation, a search that found
 nothing useful, a listing it moved past) is the cheapest thing to lose; the record it quotes
-from, the file it edits, is not. Strategies that clear or give back results use it as the order:
-what was not used later goes first, what was comes back first.
+from, the file it edits, is not. clear_tool_results uses it as the order: what was not used
+later goes first.
 """
 
 from __future__ import annotations
