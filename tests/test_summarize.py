@@ -704,11 +704,9 @@ def test_under_full_the_file_lists_stay_when_the_digest_fills_the_room(tmp_path:
     assert listed == "Files read: (and 10 earlier), " + ", ".join(f"src/m{i}.py" for i in range(10, 40))
 
 
-def test_folding_in_long_file_lists_is_linear_in_their_length(tmp_path: Path) -> None:
-    # A previous summary naming 20,000 files read and 20,000 changed: dropping the changed ones
-    # from the read list once per read name took half a minute; it is a set lookup each.
-    import time
-
+def test_a_previous_summary_naming_thousands_of_files_folds_in_with_the_counts_right(tmp_path: Path) -> None:
+    # A previous summary naming 20,000 files read and 20,000 changed (bench/README.md's speed
+    # benchmarks measure the time; this checks what the lists say).
     names = 20_000
     previous = ("CUCA summary: turns 1-3 (lines 2-40, 39 messages) summarized by extractive.\nThe agent renamed the package.\n"
                 "Files changed: " + ", ".join(f"pkg/changed_{i}.py" for i in range(names)) + "\n"
@@ -716,9 +714,7 @@ def test_folding_in_long_file_lists_is_linear_in_their_length(tmp_path: Path) ->
     turns = [msg("system", "s"), msg("system", previous), msg("user", "go on"),
              assistant_calls(call("r", "read_file", path="pkg/changed_5.py")), result("r", "x = 1\n"), msg("user", "now")]
     source = write_messages(tmp_path / "t.jsonl", turns)
-    started = time.perf_counter()
     done = invoke(str(source), "--full", "--preset", "seed", "--strategy", "summarize:turns=1", "--summarizer", "extractive")
-    assert time.perf_counter() - started < 8, "quadratic in the number of files"
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     listed = {line.split(":")[0]: line for line in summary.splitlines() if line.startswith("Files ")}
     assert listed["Files changed"].startswith(f"Files changed: (and {names - 30} earlier), ")
