@@ -310,7 +310,7 @@ def find_cuts(session: Session, fractions: Sequence[float]) -> tuple[list[Cut], 
             notes.append(f"{session.name} @{fraction:.0%}: no human request or tool result at or after it")
             continue
         if index in taken:
-            notes.append(f"{session.name} @{fraction:.0%}: same request as an earlier cut")
+            notes.append(f"{session.name} @{fraction:.0%}: same cut as an earlier fraction")
             continue
         taken.add(index)
         last_line = max(n for m in messages[: index + 1] for n in origin(m))
@@ -334,6 +334,8 @@ def auto_compaction_point(messages: Sequence[Message], start: int) -> int | None
     and Codex compact there when the window fills, mid-task)."""
     open_calls: set[str] = set()
     for i, message in enumerate(messages[:-1]):
+        if message.role == "user":
+            open_calls.clear()  # a call the person interrupted gets no result: it is not waiting
         open_calls.update(call_ids(message.data))
         open_calls.difference_update(result_ids(message.data))
         if (

@@ -218,3 +218,12 @@ def test_a_session_driven_by_one_prompt_is_cut_where_an_agent_auto_compacts(
     # Facts are planted as for any cut, but no question is put into a tool result.
     assert sum(1 for w in where if w >= 0) == 5
     assert not any("before you go on" in t for t in text)
+
+
+def test_a_call_interrupted_before_its_result_does_not_stop_later_auto_cuts(quality) -> None:
+    lines = [msg("user", "Port the parser."), assistant_calls(call("lost", "read_file", path="a.py")),
+             msg("user", "[Request interrupted by user]"), msg("assistant", "Stopping that read.")]
+    for i in range(10):
+        lines += [assistant_calls(call(f"c{i}", "read_file", path=f"src/m{i}.py")), result(f"c{i}", f"x = {i}")]
+    lines.append(msg("assistant", "Done."))
+    assert quality.auto_compaction_point(messages(*lines), 10) == 11

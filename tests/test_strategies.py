@@ -127,6 +127,12 @@ def test_when_only_some_results_must_go_those_the_agent_never_came_back_to_go_fi
     assert "those the agent did not use later before the rest" in detail
 
 
+def test_a_path_in_grep_output_is_the_path_the_agent_writes_later() -> None:
+    from core.engine.later_use import distinct_strings
+
+    assert {"src/app.py", "load_cache"} <= distinct_strings("src/app.py:12:def load_cache(path):")
+
+
 def test_clamp_keeps_head_and_tail_token_exact() -> None:
     from tests.helpers import shared_counter
 

@@ -20,7 +20,7 @@ from core.messages import Message, call_arguments, content_text, tool_calls
 
 # A string worth following: it carries a digit, a path or dotted separator, an underscore or an
 # inner capital (KA7I60, gift_card_7480005, src/app/cache.py, self._window, TokenCounter), 5+ chars.
-_STRING = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:-]{3,}[A-Za-z0-9_]")
+_STRING = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]{3,}[A-Za-z0-9_]")
 _DISTINCT = re.compile(r"[0-9_./]|[a-z][A-Z]")
 # A long result is read at its ends: what an agent quotes from a file or a listing is most often
 # near the top, and a command's verdict at the bottom (and it keeps the cost linear and small).
