@@ -302,8 +302,12 @@ def starts_with_marker(data: Mapping[str, Any], marker: str) -> bool:
 
 
 def content_handle(data: Mapping[str, Any]) -> str:
-    """The store's handle for a message: a hash of its canonical JSON (same content, same handle)."""
-    digest = hashlib.sha256(jsonio.dumps(data, sort_keys=True)).hexdigest()
+    """The store's handle for a message: a hash of its canonical JSON (same content, same handle).
+
+    Hashed as the store holds it (``wire_message``: custom calls in their wire shape), so the
+    handle the report gives is the one `compact recall --id` finds.
+    """
+    digest = hashlib.sha256(jsonio.dumps(wire_message(dict(data)), sort_keys=True)).hexdigest()
     return f"off_{digest[:16]}"
 
 

@@ -172,3 +172,22 @@ def test_a_memoised_run_and_the_library_check_see_custom_calls_as_a_fresh_run_do
     assert [m.data for m in memoised.messages] == [m.data for m in fresh.messages]
     assert fresh.messages[2].data["tool_calls"][0]["function"]["arguments"] == PATCH
     assert check_transcript([m.data for m in fresh.messages], "openai") == []
+
+
+def test_every_ledger_handle_of_a_codex_session_with_custom_calls_is_recallable(realdata: Path, tmp_path: Path) -> None:
+    # The report's `handle` is what a user passes to `compact recall --id`; for a message holding a
+    # custom call (Codex's apply_patch) it must name the row the store wrote, not a hash of another shape.
+    source = realdata / "codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl"
+    store, report_path = tmp_path / "store.db", tmp_path / "r.json"
+    run = invoke(str(source), "--max-tokens", "2000", "--store", str(store), "--report", str(report_path),
+                 "-o", str(tmp_path / "o.jsonl"))
+    assert run.exit_code == 0, run.output
+    ledger = json.loads(report_path.read_text())["removed"]
+    custom = [e for e in ledger if e["line"] == 30]  # reasoning + the first apply_patch custom call
+    assert custom and all(e["handle"] for e in custom)
+    missing = []
+    for entry in ledger:
+        found = invoke("recall", "--id", entry["handle"], "--store", str(store), "--format", "json")
+        if found.exit_code != 0:
+            missing.append((entry["line"], entry["action"], found.output.strip()))
+    assert missing == []
