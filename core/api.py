@@ -213,6 +213,7 @@ def compact_source(
         if memo is not None:
             stack.callback(memo[0].close)
         transcript = _read(source, config, options, stdin, stream=write is not None)
+        given_store = config.store
         if options.dry_run:
             config = stack.enter_context(scratch_store(config))
         counter, choice = open_counter(config, use_cache=options.use_cache)
@@ -223,6 +224,8 @@ def compact_source(
             seams = open_seams(config) if options.mode != UNLIMITED else Seams()
             if seams.store is not None:
                 stack.callback(seams.store.close)
+                if given_store:  # (a dry run's copy names the real store in what it writes)
+                    seams.store.shown_path = given_store
         if transcript is None or transcript.format == DATASET:
             if options.target_format == DATASET:  # (a dataset written as a dataset: no conversion)
                 options = dataclasses.replace(options, target_format=None)

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import invoke, msg, read_messages, write_messages
 
 
@@ -35,6 +37,25 @@ def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path
                  "--strategy", "offload:turns=2", "--preset", "seed")
     assert "offload (pass 1): would remove line(s) 2-5; would add 2 message(s)" in dry.stdout
     assert not store.exists()
+
+
+@pytest.mark.parametrize("extra", [(), ("--summarizer", "none")])
+def test_dry_run_with_a_store_predicts_the_real_run(extra: tuple[str, ...], realdata: Path, tmp_path: Path) -> None:
+    # The summary (or the removal trace) tells the reader `compact recall WORDS --store PATH`: a dry run
+    # must print the store the user gave, not its throwaway copy, or its figures are not the real run's.
+    source = realdata / "openai-chat/tau-bench-airline-task3.jsonl"
+    store, dry_report, real_report = tmp_path / "offload.sqlite", tmp_path / "dry.json", tmp_path / "real.json"
+    common = (str(source), "--max-tokens", "2000", "--store", str(store), *extra)
+    dry = invoke(*common, "--dry-run", "--report", str(dry_report))
+    assert dry.exit_code == 0, dry.output
+    assert not store.exists()
+    real = invoke(*common, "-o", str(tmp_path / "out.jsonl"), "--report", str(real_report))
+    assert real.exit_code == 0, real.output
+    assert f"--store {store}" in (tmp_path / "out.jsonl").read_text()
+    predicted, actual = json.loads(dry_report.read_text()), json.loads(real_report.read_text())
+    assert predicted["actions"] == actual["actions"]
+    assert predicted["after"] == actual["after"]
+    assert predicted["removed"] == actual["removed"]
 
 
 def test_check_for_refuses_to_write_a_transcript_the_provider_would_reject(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ class OffloadStore(Database):
         self.max_bytes = max_bytes
         self.at_cap = at_cap
         self.max_summaries = max_summaries
+        # The path the transcript's summaries and traces print for `compact recall --store`: a dry
+        # run's throwaway copy prints the store the user gave, so its text is the real run's.
+        self.shown_path = path
         # Handles the last offload() evicted under at_cap="evict_oldest", oldest first.
         self.last_evicted: list[str] = []
         # Turns a strategy announced (stage_group), written by the offload that stores their messages.

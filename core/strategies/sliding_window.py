@@ -74,7 +74,7 @@ def _trace(workspace: Workspace, removed: list[int]) -> Message:
     turns = sorted({workspace.turn_number(p) for p in removed} - {0})
     turn_text = f", turns {turns[0]}-{turns[-1]}" if turns else ""
     store = workspace.seams.store
-    text = placeholders.removal_trace(messages, span, turn_text, store.path if store is not None else None)
+    text = placeholders.removal_trace(messages, span, turn_text, store.shown_path if store is not None else None)
     return Message(data={"role": "system", "content": text})
 
 

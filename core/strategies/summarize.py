@@ -486,7 +486,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         text,
     ]
     if store is not None:
-        lines.append(f"The summarized messages are in the offload store: compact recall WORDS --store {store.path}")
+        lines.append(f"The summarized messages are in the offload store: compact recall WORDS --store {store.shown_path}")
     # The file lists and the kept identifiers take what room the summary leaves: the files touched
     # last first, read or changed alike (an agent goes back to what it worked on last).
     used = workspace.counter.count_text("\n".join(lines)) + 8
