@@ -273,6 +273,29 @@ def test_openai_to_claude_code_lists_the_system_prompt_as_a_loss(realdata: Path,
     assert calls and calls == {b["tool_use_id"] for line in out for b in blocks(line, "tool_result")}
 
 
+def test_a_conversation_opening_with_the_assistant_becomes_a_session_the_api_takes(realdata: Path, tmp_path: Path) -> None:
+    # This Gemini CLI run lost its user line (the author cut it): it opens with the assistant's tool call.
+    # --to anthropic writes a user note of compact's own first; --to claude-code must too, or the session
+    # is one the Messages API refuses ("first message must use the user role") and --check-for rejects.
+    source = realdata / "gemini-cli/gemini-cli-0.11.0-stream-json-edit-3-tool-calls.jsonl"
+    converted, report = invoke_with_report(str(source), "--unlimited", "--to", "claude-code", tmp_path=tmp_path)
+    assert converted.exit_code == 0, converted.output
+    out = read_messages(converted.stdout)
+    assert out[0]["type"] == "user" and out[0]["isMeta"] is True and out[0]["parentUuid"] is None
+    assert out[0]["message"]["content"].startswith("CUCA note:")
+    assert out[1]["type"] == "assistant" and out[1]["parentUuid"] == out[0]["uuid"]
+    assert {"what": "a user turn added before the opening assistant message (Anthropic wants a user message first)",
+            "count": 1} in report["format"]["losses"]
+    session = tmp_path / "session.jsonl"
+    session.write_text(converted.stdout)
+    checked = invoke("validate", str(session), "--for", "anthropic")
+    assert checked.exit_code == 0, checked.output
+    assert invoke(str(source), "--unlimited", "--to", "claude-code", "--check-for", "anthropic").exit_code == 0
+    again = invoke(str(session), "--unlimited", "--to", "claude-code")
+    assert read_messages(again.stdout)[0]["message"]["content"] == out[0]["message"]["content"]  # no second note
+    assert formats.read(str(session)).messages[0].role == "system"  # compact's own, not the user's task
+
+
 def test_a_clamped_reply_is_written_once_and_counts_as_reported(realdata: Path, tmp_path: Path) -> None:
     """At 300 tokens the session's last reply is clamped: its one text block stays one block, so the
     written session is the size the report says (it was 375 tokens against 299 reported)."""
