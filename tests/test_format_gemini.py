@@ -182,6 +182,16 @@ def test_chat_round_trips_byte_for_byte_and_compacts_to_a_resumable_session(tmp_
     assert info == [r for r in original["messages"] if r["type"] == "info"]
 
 
+def test_a_compacted_chat_saved_with_a_bom_and_crlf_is_written_as_gemini_cli_writes_it(tmp_path: Path) -> None:
+    # Gemini CLI parses the file with JSON.parse, which refuses a leading BOM: like every other
+    # format, a changed chat is written without one, with LF line ends.
+    edited = tmp_path / "chat.json"
+    edited.write_bytes(b"\xef\xbb\xbf" + CHAT.read_bytes().replace(b"\n", b"\r\n"))
+    out, _ = invoke_with_report(str(edited), "--max-tokens", "2500", tmp_path=tmp_path)
+    assert not out.stdout_bytes.startswith(b"\xef\xbb\xbf") and b"\r" not in out.stdout_bytes
+    assert out.stdout == json.dumps(json.loads(out.stdout), indent=2, ensure_ascii=False)
+
+
 def test_chat_summary_is_a_user_record_and_removed_records_take_their_thoughts(tmp_path: Path) -> None:
     args = ("--max-tokens", "1500", "--summarizer", "extractive", "-s", "summarize:turns=1", "--preset", "seed")
     out, _ = invoke_with_report(str(CHAT), *args, tmp_path=tmp_path)

@@ -47,7 +47,6 @@ from core.formats.gemini_stream import (
     plain_text,
     user_role,
 )
-from core.io import jsonio
 from core.messages import FAILED, Message, is_summary, result_ids, tool_calls
 
 MESSAGE_TYPES = ("user", "gemini")
@@ -319,9 +318,8 @@ class GeminiChat(Codec):
                 records.append(rebuilt)
         last = records[-1].get("timestamp") if records else now_stamp()
         records.extend(added_records(waiting, last, Losses(), ("end", records[-1].get("id") if records else None)))
-        source = line.to_bytes()
-        bom = jsonio.UTF8_BOM if source.startswith(jsonio.UTF8_BOM) else b""
-        yield bom + document_bytes({**document, "messages": records}, newline=source.endswith(b"\n"))
+        # Written as Gemini CLI writes it: no BOM (its JSON.parse refuses one), LF line ends.
+        yield document_bytes({**document, "messages": records}, newline=line.to_bytes().endswith(b"\n"))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[bytes]:  # type: ignore[override]
         stamp = now_stamp()
