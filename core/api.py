@@ -81,7 +81,7 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
         yield config
         return
     from core.store import OffloadStore, StoreError
-    from core.store.database import DEFAULT_TIMEOUT, connect
+    from core.store.database import DEFAULT_TIMEOUT, connect, missing_folder
 
     real = Path(config.store)
     with tempfile.TemporaryDirectory(prefix="compact-dry-run-") as folder:
@@ -99,7 +99,7 @@ def scratch_store(config: MemoryConfig) -> Iterator[MemoryConfig]:
                 source.close()
                 target.close()
         elif not real.parent.is_dir():
-            raise StoreError("the store's folder does not exist", path=str(real), fix="create the folder first")
+            raise missing_folder(real)
         yield dataclasses.replace(config, store=str(copy))
 
 

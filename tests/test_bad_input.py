@@ -174,6 +174,7 @@ CASES: dict[str, Case] = {
     "store is a folder": flags("--store", str(BAD), says="is a folder, not a store file"),
     "store is not SQLite": flags("--store", bad("two_formats.jsonl"), "--max-tokens", "20", says="not a SQLite database"),
     "store folder missing": flags("--store", "no/such/folder/s.sqlite", says="the store's folder does not exist"),
+    "store folder is a file": flags("--store", f"{SHORT}/s.sqlite", says=f"{SHORT} is a file, not a folder"),
     "recall without a store": Case(("recall", "vault"), "no store given", writes=False),
     "recall a malformed handle": Case(("recall", "--id", "xyz", "--store", bad("two_formats.jsonl")), "not a SQLite database",
                                       writes=False),

@@ -236,7 +236,7 @@ def connect(path: str, *, timeout: float, create: bool, read_only: bool = False)
             raise StoreError("no store here", path=path,
                              fix="check the path or COMPACT_STORE; a store is created by offloading")
         if not target.parent.is_dir():
-            raise StoreError("the store's folder does not exist", path=path, fix="create the folder first")
+            raise missing_folder(target)
     mode = "ro" if read_only else "rwc" if create else "rw"
     uri = f"file:{urllib.parse.quote(str(target.absolute()))}?mode={mode}"
     try:
@@ -332,3 +332,11 @@ def _split_script(script: str) -> list[str]:
             statements.append(pending.strip())
             pending = ""
     return statements
+
+
+def missing_folder(target: Path) -> StoreError:
+    """Why a store cannot be created at ``target``: its folder is missing, or a file stands in its path."""
+    blocking = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return StoreError(f"{blocking} is a file, not a folder", path=str(target), fix="give --store a path inside a folder")
+    return StoreError("the store's folder does not exist", path=str(target), fix="create the folder first")
