@@ -33,7 +33,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from core.messages import (
     countable_text,
     iter_text_parts,
     result_ids,
+    string_values,
     tool_calls,
 )
 
@@ -131,19 +132,8 @@ def agent_texts(data: dict[str, Any]) -> list[str]:
         return []
     texts = [t for t in iter_text_parts(data.get("content")) if t]
     for call in tool_calls(data):
-        texts.extend(_string_values(call_arguments(call)))
+        texts.extend(string_values(call_arguments(call)))
     return texts
-
-
-def _string_values(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _string_values(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _string_values(item)
 
 
 def occurs(needle: str, text: str) -> bool:

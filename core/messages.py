@@ -245,6 +245,18 @@ def call_name(call: Mapping[str, Any]) -> str:
     return ""
 
 
+def string_values(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value (a call's arguments): the values, never the keys."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from string_values(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from string_values(item)
+
+
 def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
     """A tool call's arguments as a dict; {} when they are not a JSON object."""
     function = call.get("function")

@@ -12,11 +12,11 @@ later goes first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from core.engine.workspace import Workspace
-from core.messages import Message, call_arguments, content_text, tool_calls
+from core.messages import Message, call_arguments, content_text, string_values, tool_calls
 
 # A string worth following: it carries a digit, a path or dotted separator, an underscore or an
 # inner capital (KA7I60, gift_card_7480005, src/app/cache.py, self._window, TokenCounter), 5+ chars.
@@ -32,22 +32,11 @@ def distinct_strings(text: str) -> set[str]:
     return {s for s in _STRING.findall(text) if _DISTINCT.search(s)}
 
 
-def _values(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _values(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _values(item)
-
-
 def _authored(data: Mapping[str, Any]) -> str:
     """What the assistant itself wrote in a message: its text and its calls' argument values."""
     parts = [content_text(data)]
     for call in tool_calls(data):
-        parts.extend(_values(call_arguments(call)))
+        parts.extend(string_values(call_arguments(call)))
     return "\n".join(parts)
 
 
