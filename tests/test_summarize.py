@@ -604,6 +604,29 @@ def test_the_working_copies_of_the_files_changed_last_stay_with_their_later_edit
     assert "kept the working copies in place (Write docs/plan.md, Write src/export.py, " in summarized["detail"]
 
 
+def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_span(tmp_path: Path) -> None:
+    # The draft written in the first turn was written again, whole, in the turn in progress: the
+    # draft is no working copy any more, so the span does not go around it.
+    plan_v1 = "# Plan (draft)\n\n" + "".join(f"- maybe `draft_{i}`\n" for i in range(20))
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(20))
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Plan the exporter.")]
+    turns += [assistant_calls(call("w0", "Write", file_path="docs/plan.md", content=plan_v1)), result("w0", "ok")]
+    for i in range(30):
+        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    turns += [msg("user", "Now rewrite the plan."),
+              assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)), result("w1", "ok")]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    out = read_messages(done.stdout)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= 4000 and any(str(m.get("content")).startswith("CUCA summary:") for m in out)
+    kept = {call["id"] for m in out for call in m.get("tool_calls") or []}
+    assert "w1" in kept and "w0" not in kept
+    assert not any("kept the working copies" in (a["detail"] or "") for a in report["actions"])
+
+
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
     _, _, written = _compact_working_session(plan, tmp_path)

@@ -209,14 +209,20 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
     # Only before the current turn: the summary never needs to reach into it for a write, and
     # going around one there would take the turn's newest messages instead.
     current = workspace.structure.current_turn_start
+    end = len(workspace.messages) if current is None else current
+    # A file the current turn wrote whole again: its older writes are stale.
+    replaced = {path for position in range(end, len(workspace.messages))
+                if workspace.messages[position].role == "assistant" and workspace.alive(position)
+                for is_read, path, is_whole in _touches(original_data(workspace.messages[position]), memo)
+                if is_whole and not is_read}
     copies: dict[str, set[int]] = {}  # path -> the exchanges of its working copy, newest file first
     whole: set[str] = set()  # files whose newest whole write is found: older writes are stale
-    for position in range((len(workspace.messages) if current is None else current) - 1, -1, -1):
+    for position in range(end - 1, -1, -1):
         message = workspace.messages[position]
         if message.role != "assistant" or not workspace.alive(position):
             continue
         for is_read, path, is_whole in _touches(original_data(message), memo):
-            if is_read or path in whole or path not in copies and len(copies) == WORKING_FILES:
+            if is_read or path in whole or path in replaced or path not in copies and len(copies) == WORKING_FILES:
                 continue
             copies.setdefault(path, set()).update(workspace.removal_set([position]) or set())
             if is_whole:
