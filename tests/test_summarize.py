@@ -627,6 +627,35 @@ def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_
     assert not any("kept the working copies" in (a["detail"] or "") for a in report["actions"])
 
 
+def _patch(*files: tuple[str, str]) -> str:
+    """A Codex patch of (header, text) pairs: "Add File: PATH" with text, "Delete File: PATH" without."""
+    body = "".join(f"*** {header}\n" + "".join(f"+{line}\n" for line in text.splitlines()) for header, text in files)
+    return f"*** Begin Patch\n{body}*** End Patch\n"
+
+
+def test_a_file_a_codex_patch_adds_again_leaves_its_first_version_stale(tmp_path: Path) -> None:
+    # Codex writes files with apply_patch: "*** Add File" holds the whole content (a create), so the
+    # draft the agent deleted and added again is stale like one a newer Write replaced.
+    plan_v1 = "# Plan (draft)\n\n" + "".join(f"- maybe `draft_{i}`\n" for i in range(20))
+    plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(20))
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Plan the exporter.")]
+    turns += [assistant_calls(call("p0", "apply_patch", input=_patch(("Add File: docs/plan.md", plan_v1)))), result("p0", "ok"),
+              assistant_calls(call("d0", "apply_patch", input=_patch(("Delete File: docs/plan.md", "")))), result("d0", "ok"),
+              assistant_calls(call("p1", "apply_patch", input=_patch(("Add File: docs/plan.md", plan)))), result("p1", "ok")]
+    for i in range(30):
+        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
+                  assistant_calls(call(f"b{i}", "shell", command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    turns.append(msg("user", "Now implement phase 2 of the plan."))
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    out = read_messages(done.stdout)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= 4000 and any(str(m.get("content")).startswith("CUCA summary:") for m in out)
+    kept = {call["id"] for m in out for call in m.get("tool_calls") or []}
+    assert "p1" in kept and not {"p0", "d0"} & kept
+
+
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
     _, _, written = _compact_working_session(plan, tmp_path)
