@@ -656,6 +656,26 @@ def test_a_file_a_codex_patch_adds_again_leaves_its_first_version_stale(tmp_path
     assert "p1" in kept and not {"p0", "d0"} & kept
 
 
+def test_the_detail_names_only_the_writes_the_final_span_went_around(tmp_path: Path) -> None:
+    # The digest came out small, so the span shrank to the oldest reply alone, which ends before
+    # the write: the summary went around nothing, and the window then took the write. The detail
+    # said it had kept the write in place.
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the tool and run it."),
+                                   msg("assistant", " ".join(f"note{i}" for i in range(300))),
+                                   assistant_calls(call("w1", "Write", file_path="src/tool.py", content="x = 1\n" * 20)),
+                                   result("w1", "ok")]
+    turns += [msg("assistant", f"Run {i}: the output matched the expected totals. " * 8) for i in range(4)]
+    turns += [msg("user", "Now go on."), msg("assistant", "Going on. " * 30)]
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "700", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    out = read_messages(done.stdout)
+    report = json.loads((tmp_path / "r.json").read_text())
+    summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
+    assert "(lines 3-3, 1 messages)" in next(m["content"] for m in out if m["content"].startswith("CUCA summary:"))
+    kept = any(call["id"] == "w1" for m in out for call in m.get("tool_calls") or [])
+    assert ("kept the working copies" in summarized["detail"]) == kept
+
+
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
     _, _, written = _compact_working_session(plan, tmp_path)

@@ -331,7 +331,6 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     summarizer = workspace.seams.summarizer
     budget = workspace.budget
     by_turns = turns is not None or workspace.full or budget.token_limit is None
-    working = ""
     kept: set[int] = set()
     memo = _Memo()
     if by_turns:
@@ -351,12 +350,10 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
             # newest messages instead: the writes go like the rest.
             kept = set()
             removable = _span_to_go(workspace, room)
-        if kept and removable and min(kept) < removable[-1]:  # the span went around it: say so
-            working = _kept_write(workspace, kept, removable)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
     try:
-        return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept) + working
+        return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept)
     except StrategySkipped:
         if not kept:
             raise
@@ -375,7 +372,7 @@ def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) ->
     return not workspace.budget.over(messages, tokens + reserve_tokens)
 
 
-def _kept_write(workspace: Workspace, kept: set[int], removable: list[int]) -> str:
+def _kept_write(workspace: Workspace, kept: set[int] | frozenset[int], removable: list[int]) -> str:
     """The detail's words for the working copies the span went around."""
     around = [p for p in sorted(kept) if p < removable[-1]]
     found = ", ".join(dict.fromkeys(f"{tool} {path}" for p in around for tool, path in _writes(workspace.messages[p].data)))
@@ -565,6 +562,8 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         detail += f"; appended {len(lost)} identifier(s) the summary had lost: {shown}"
     if composed.notes:
         detail += "; " + "; ".join(composed.notes)
+    if keep and min(keep) < removable[-1]:  # the span, as it ended up, went around them: say so
+        detail += _kept_write(workspace, keep, removable)
     return detail
 
 
