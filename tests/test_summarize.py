@@ -676,6 +676,30 @@ def test_the_detail_names_only_the_writes_the_final_span_went_around(tmp_path: P
     assert ("kept the working copies" in summarized["detail"]) == kept
 
 
+def test_a_summary_skipped_beside_writes_it_did_not_go_around_asks_the_model_once(chat_server: Any, tmp_path: Path) -> None:
+    # The span ends before the write it would go around; the summary is no smaller than the span,
+    # so the step is skipped. Starting it over "with the writes in the span" is the very same span:
+    # the model was asked the same thing again, for the same skip.
+    chat_server.default = lambda request: ('<summary topic="tool" compressed-from-turns="1-1">'
+                                           + "The agent explained the plan in detail. " * 40 + "</summary>\n## Preserved Kinds: decision")
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the tool.")]
+    turns += [msg("assistant", f"Step {i}: I looked at the layout and the totals. " * 3) for i in range(6)]
+    turns += [assistant_calls(call("w1", "Write", file_path="src/tool.py", content="x = 1\n" * 40)), result("w1", "ok")]
+    turns += [msg("assistant", f"Later {i}: the tests pass and the output matches. " * 3) for i in range(6)]
+    turns.append(msg("user", "Now go on."))
+    source = write_messages(tmp_path / "t.jsonl", turns)
+    unlimited = invoke(str(source), "--max-tokens", "100000", "--report", str(tmp_path / "all.json"))
+    assert unlimited.exit_code == 0
+    total = json.loads((tmp_path / "all.json").read_text())["before"]["tokens"]
+    done = invoke(str(source), "--max-tokens", str(total - 5), "--strategy", "summarize:max_tokens=64", *llm_args(chat_server),
+                  "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert any("would not be smaller" in s["reason"] for s in report["skipped"] if s["strategy"] == "summarize")
+    asked = [json.dumps(body, sort_keys=True) for _, body in chat_server.requests]
+    assert asked and len(set(asked)) == len(asked)
+
+
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
     _, _, written = _compact_working_session(plan, tmp_path)

@@ -355,8 +355,8 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     try:
         return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=not by_turns, keep=kept)
     except StrategySkipped:
-        if not kept:
-            raise
+        if not kept or min(kept) > removable[-1]:
+            raise  # the span went around no write: starting over would summarize the same span again
     # The span left around the writes was too small for a summary to pay off (the writes are most
     # of what is old): the writes go like the rest.
     workspace.restart_step()
