@@ -700,6 +700,26 @@ def test_a_summary_skipped_beside_writes_it_did_not_go_around_asks_the_model_onc
     assert asked and len(set(asked)) == len(asked)
 
 
+def test_a_file_only_ever_edited_keeps_its_newest_edits_when_all_of_them_do_not_fit(tmp_path: Path) -> None:
+    # Claude Code edits files that existed before the session: no whole write, only edits. Over a
+    # long session they outgrow the working copies' room; the newest still stay, oldest go first.
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Harden the exporter.")]
+    for i in range(30):
+        old, new = f"def case_{i}(rows):\n    return rows", f"def case_{i}(rows):\n    return [r for r in rows if r.valid and r.case == {i}]"
+        turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/export.py", old_string=old, new_string=new)),
+                  result(f"e{i}", "ok")]
+    for i in range(30):  # then a long run of commands: the edits are all in the span that must go
+        turns += [msg("assistant", f"Case {i} exported; the totals match the source now. " * 4),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(40)))]
+    turns.append(msg("user", "Now run the whole suite."))
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "3000")
+    assert done.exit_code == 0, done.output
+    kept = [call["id"] for m in read_messages(done.stdout) for call in m.get("tool_calls") or [] if call["id"].startswith("e")]
+    assert kept and "e29" in kept and "e0" not in kept
+    assert kept == [f"e{i}" for i in range(30 - len(kept), 30)]  # the newest, in order
+
+
 def test_a_write_too_large_for_its_share_of_the_budget_is_kept_only_as_its_head_and_tail(tmp_path: Path) -> None:
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py, then test it\n" for i in range(200))
     _, _, written = _compact_working_session(plan, tmp_path)

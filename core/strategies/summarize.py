@@ -207,8 +207,9 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
 def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
     """The exchanges that hold the agent's working copies of the files it changed last: for each
     file, newest change first, its newest whole write (the content) and the edits after it, while
-    they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files). A write
-    older than the file's newest whole write is stale and never kept."""
+    they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files; a file only
+    ever edited keeps its newest edits that fit). A write older than the file's newest whole write
+    is stale and never kept."""
     limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
     counted = workspace.structure.counted
     # Only before the current turn: the summary never needs to reach into it for a write, and
@@ -220,7 +221,7 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
                 if workspace.messages[position].role == "assistant" and workspace.alive(position)
                 for is_read, path, is_whole in _touches(original_data(workspace.messages[position]), memo)
                 if is_whole and not is_read}
-    copies: dict[str, set[int]] = {}  # path -> the exchanges of its working copy, newest file first
+    copies: dict[str, list[set[int]]] = {}  # path -> its working copy's exchanges, newest file and exchange first
     whole: set[str] = set()  # files whose newest whole write is found: older writes are stale
     for position in range(end - 1, -1, -1):
         message = workspace.messages[position]
@@ -229,16 +230,29 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
         for is_read, path, is_whole in _touches(original_data(message), memo):
             if is_read or path in whole or path in replaced or path not in copies and len(copies) == WORKING_FILES:
                 continue
-            copies.setdefault(path, set()).update(workspace.removal_set([position]) or set())
+            copies.setdefault(path, []).append(workspace.removal_set([position]) or set())
             if is_whole:
                 whole.add(path)
         if len(whole) == WORKING_FILES:
             break  # every file's working copy is found: the rest is stale
+    # Each file's copy whole when it fits. A file only ever edited (no whole write to build on)
+    # keeps its newest edits that fit; edits without the content they change are not worth it.
     kept: set[int] = set()
-    for exchanges in copies.values():
-        together = kept | exchanges
-        if sum(workspace.messages[p].tokens for p in together if counted[p]) <= limit:
-            kept = together
+    used = 0
+    for path, exchanges in copies.items():
+        taken: set[int] = set()
+        cost = 0
+        for exchange in exchanges:
+            added = exchange - kept - taken
+            tokens = sum(workspace.messages[p].tokens for p in added if counted[p])
+            if used + cost + tokens > limit:
+                if path in whole:
+                    taken, cost = set(), 0
+                break
+            taken |= added
+            cost += tokens
+        kept |= taken
+        used += cost
     return kept
 
 
