@@ -617,14 +617,20 @@ def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_
                   result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
     turns += [msg("user", "Now rewrite the plan."),
               assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)), result("w1", "ok")]
+    report, kept = _summarized_at_4000(turns, tmp_path)
+    assert "w1" in kept and "w0" not in kept
+    assert not any("kept the working copies" in (a["detail"] or "") for a in report["actions"])
+
+
+def _summarized_at_4000(turns: list[dict[str, Any]], tmp_path: Path) -> tuple[dict[str, Any], set[str]]:
+    """The report of compacting ``turns`` to 4,000 tokens (a summary written, the budget met), and
+    the ids of the calls the output kept."""
     done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
     assert done.exit_code == 0, done.output
     out = read_messages(done.stdout)
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["after"]["tokens"] <= 4000 and any(str(m.get("content")).startswith("CUCA summary:") for m in out)
-    kept = {call["id"] for m in out for call in m.get("tool_calls") or []}
-    assert "w1" in kept and "w0" not in kept
-    assert not any("kept the working copies" in (a["detail"] or "") for a in report["actions"])
+    return report, {call["id"] for m in out for call in m.get("tool_calls") or []}
 
 
 def _patch(*files: tuple[str, str]) -> str:
@@ -647,12 +653,7 @@ def test_a_file_a_codex_patch_adds_again_leaves_its_first_version_stale(tmp_path
                   assistant_calls(call(f"b{i}", "shell", command=f"python export.py --case {i}")),
                   result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
     turns.append(msg("user", "Now implement phase 2 of the plan."))
-    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
-    assert done.exit_code == 0, done.output
-    out = read_messages(done.stdout)
-    report = json.loads((tmp_path / "r.json").read_text())
-    assert report["after"]["tokens"] <= 4000 and any(str(m.get("content")).startswith("CUCA summary:") for m in out)
-    kept = {call["id"] for m in out for call in m.get("tool_calls") or []}
+    _, kept = _summarized_at_4000(turns, tmp_path)
     assert "p1" in kept and not {"p0", "d0"} & kept
 
 
