@@ -227,10 +227,15 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
         message = workspace.messages[position]
         if message.role != "assistant" or not workspace.alive(position):
             continue
+        exchange = None
         for is_read, path, is_whole in _touches(original_data(message), memo):
             if is_read or path in whole or path in replaced or path not in copies and len(copies) == WORKING_FILES:
                 continue
-            copies.setdefault(path, []).append(workspace.removal_set([position]) or set())
+            if exchange is None:
+                exchange = workspace.removal_set([position]) or set()
+            if any(workspace.messages[p].extra.get(FAILED) for p in exchange):
+                break  # a write that failed changed nothing: the summary records the failure
+            copies.setdefault(path, []).append(exchange)
             if is_whole:
                 whole.add(path)
         if len(whole) == WORKING_FILES:
