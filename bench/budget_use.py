@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import sys
@@ -31,6 +30,7 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # quality.py: the same in-process run of this checkout's compact
 
 from core import formats
 from core.errors import CompactError
@@ -61,11 +61,10 @@ def transcripts(realdata: Path, work: Path, tau: int) -> list[Path]:
 
 
 def compact(path: Path, budget: int, report: Path, out: Path) -> dict[str, Any]:
-    from cli.app import main
+    """The report of `compact PATH --max-tokens BUDGET` (a run that fails raises: no stale report)."""
+    from quality import run_compact
 
-    argv = ["run", str(path), "--max-tokens", str(budget), "-o", str(out), "--report", str(report), "-q"]
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.suppress(SystemExit):
-        main(argv)
+    run_compact(path, budget, ["--report", str(report)], out)
     return json.loads(report.read_text())
 
 
