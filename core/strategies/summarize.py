@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
@@ -105,34 +105,44 @@ def _touch(files: dict[str, None], paths: Sequence[str]) -> None:
         files[path] = None
 
 
-def parse_previous(text: str) -> tuple[str, list[str], list[str], list[str]]:
-    """A previous summary's body, its file lists and the identifiers it kept verbatim."""
-    body, read, changed, facts = [], [], [], []
+class Previous(NamedTuple):
+    """What an earlier summary holds: its body, its file lists, the identifiers it kept verbatim,
+    and how many older names each list said it left out (changed, read)."""
+
+    body: str
+    read: list[str]
+    changed: list[str]
+    facts: list[str]
+    left_out: tuple[int, int]
+
+
+def parse_previous(text: str) -> Previous:
+    """A previous summary's parts ("" gives an empty one)."""
+    body: list[str] = []
+    read: list[str] = []
+    changed: list[str] = []
+    facts: list[str] = []
+    read_left, changed_left = 0, 0
     for line in text.splitlines()[1:]:  # the first line is the marker line
         if line.startswith(FILES_READ):
-            read = _listed(line[len(FILES_READ) :])
+            read, read_left = _listed(line[len(FILES_READ) :])
         elif line.startswith(FILES_CHANGED):
-            changed = _listed(line[len(FILES_CHANGED) :])
+            changed, changed_left = _listed(line[len(FILES_CHANGED) :])
         elif line.startswith(FACTS):
             facts = [f.strip() for f in line[len(FACTS) :].split(";") if f.strip()]
         else:
             body.append(line)
-    return "\n".join(body).strip(), read, changed, facts
+    return Previous("\n".join(body).strip(), read, changed, facts, (changed_left, read_left))
 
 
 _LEFT_OUT = re.compile(r"\(and (\d+) earlier\)")
 
 
-def _left_out(text: str, label: str) -> int:
-    """How many names a previous summary's list said it left out (its "(and N earlier)" note)."""
-    line = next((line for line in text.splitlines()[1:] if line.startswith(label)), "")
-    found = _LEFT_OUT.match(line[len(label):].strip())
-    return int(found.group(1)) if found else 0
-
-
-def _listed(text: str) -> list[str]:
-    """The paths of a "Files read:" line, without its "(and N earlier)" note."""
-    return [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
+def _listed(text: str) -> tuple[list[str], int]:
+    """The paths of a "Files read:" line, and how many older ones its "(and N earlier)" note left out."""
+    found = _LEFT_OUT.match(text.strip())
+    paths = [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
+    return paths, int(found.group(1)) if found else 0
 
 
 def _unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
@@ -467,10 +477,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
-    previous_body, read_before, changed_before, facts_before = (
-        parse_previous(previous_text) if previous_text else ("", [], [], [])
-    )
-    facts = list(dict.fromkeys([*facts_before, *extract_facts(span)]))[-MAX_FACTS:]
+    previous = parse_previous(previous_text)
+    facts = list(dict.fromkeys([*previous.facts, *extract_facts(span)]))[-MAX_FACTS:]
     # Turns are numbered from the start of the conversation: an earlier summary already covers some.
     covered = _HEADER_TURNS.match(previous_text)
     first_covered = int(covered.group(1)) if covered else None
@@ -481,7 +489,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         messages=tuple(span),
         first_turn=first_turn,
         last_turn=last_turn,
-        previous=previous_body or None,
+        previous=previous.body or None,
         facts=tuple(facts),
         failed=tuple(i for i, p in enumerate(removable) if workspace.messages[p].extra.get(FAILED)),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
@@ -501,7 +509,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         if store is not None:
             store.put_summary(key, text, {"by": by, "attempts": result.attempts})
     read, changed = tracked_files(span, memo.files)
-    read, changed = _unite(read_before, read), _unite(changed_before, changed)
+    read, changed = _unite(previous.read, read), _unite(previous.changed, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
     # A file the span changed is named once, as changed: the agent knew it.
     changed_names = frozenset(changed)  # (once: per name it made the step quadratic in the files)
@@ -519,8 +527,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     used = workspace.counter.count_text("\n".join(lines)) + 8
     labels = workspace.counter.count_text(FILES_CHANGED) + workspace.counter.count_text(FILES_READ) + 2
     touched_last = _last_touches(span, memo.files)
-    left_out = (_left_out(previous_text, FILES_CHANGED), _left_out(previous_text, FILES_READ))
-    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last, left_out)
+    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last, previous.left_out)
     for label, items in ((FILES_CHANGED, changed), (FILES_READ, read), (FACTS, lost)):
         fitting = _fitting(workspace, items, room - used - workspace.counter.count_text(label))
         if label == FACTS:
