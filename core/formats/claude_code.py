@@ -172,17 +172,18 @@ class ClaudeCode(Codec):
             if extra_keys:
                 losses.add("message fields a Claude Code log has no place for (" + ", ".join(sorted(extra_keys)) + ")")
             if parent is None and line["type"] == "assistant":  # the API wants a user message first
-                yield from self._opening_note(session, envelope, losses)
-                parent = line["parentUuid"] = str(uuidlib.uuid5(_NAMESPACE, f"{session}:opening"))
+                note = self._opening_note(session, envelope, losses)
+                yield note
+                line["parentUuid"] = note["uuid"]
             line.update(uuid=own, timestamp="1970-01-01T00:00:00.000Z")
             parent = own
             yield line
 
     @staticmethod
-    def _opening_note(session: str, envelope: dict[str, Any], losses: Losses) -> Iterator[dict[str, Any]]:
+    def _opening_note(session: str, envelope: dict[str, Any], losses: Losses) -> dict[str, Any]:
         """The user line of compact's own that ``--to anthropic`` writes too, as hook-like meta text."""
         losses.add(anthropic_render.OPENING_ADDED)
-        yield {"parentUuid": None, **envelope, "type": "user",
+        return {"parentUuid": None, **envelope, "type": "user",
                "message": {"role": "user", "content": anthropic_render.OPENING_NOTE}, "isMeta": True,
                "uuid": str(uuidlib.uuid5(_NAMESPACE, f"{session}:opening")), "timestamp": "1970-01-01T00:00:00.000Z"}
 
