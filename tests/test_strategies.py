@@ -564,6 +564,34 @@ def test_every_placeholder_left_in_the_output_names_what_its_result_defined(budg
     assert checked >= 2
 
 
+def test_a_cleared_record_names_the_ids_it_held_by_field() -> None:
+    """A customer-service agent books with the payment method ids a user lookup returned long
+    before: the cleared record keeps its ids, each under the field that held it, and nothing else
+    (no prices, dates or names)."""
+    user = {"user_id": "sofia_kim_7287", "name": {"first_name": "Sofia", "last_name": "Kim"},
+            "address": {"city": "Houston", "zip": "77051"}, "email": "sofia.kim7788@example.com",
+            "payment_methods": {"gift_card_7480005": {"source": "gift_card", "amount": 7, "id": "gift_card_7480005"},
+                                "credit_card_9879898": {"source": "credit_card", "brand": "visa", "last_four": "9725",
+                                                        "id": "credit_card_9879898"}},
+            "saved_passengers": [{"first_name": "Ethan", "last_name": "Kim", "dob": "1981-03-06"}],
+            "membership": "silver", "reservations": ["OI5L9G", "AQLBTL", "KA7I60"]}
+    messages = [
+        msg("system", "You are an airline agent."),
+        msg("user", "Change my flight back to Houston. My user id is sofia_kim_7287."),
+        assistant_calls(call("c1", "get_user_details", user_id="sofia_kim_7287")),
+        result("c1", json.dumps(user)),
+        assistant_calls(call("c2", "get_reservation_details", reservation_id="OI5L9G")),
+        result("c2", json.dumps({"reservation_id": "OI5L9G", "flights": [{"flight_number": "HAT078", "date": "2024-05-27"}]})),
+        msg("user", "Use the economy cabin, please."),
+    ]
+    out = run_core(messages, mode="full", strategies=["clear_tool_results:keep_pairs=1"])
+    placeholder = out.messages[3].data["content"]
+    assert placeholder.startswith("[compact: tool result of get_user_details cleared, ")
+    # (the user id the call asked for is in the call, kept beside it)
+    assert placeholder.endswith("; ids: payment_methods gift_card_7480005, credit_card_9879898; "
+                                "reservations OI5L9G, AQLBTL, KA7I60]"), placeholder
+
+
 def test_messages_the_run_must_remove_anyway_are_not_rewritten_first() -> None:
     """Far over a token budget, the oldest results cannot stay whatever is cleared: clearing them
     before the window removes them is wasted work, and each leaves one ledger line, "removed"."""

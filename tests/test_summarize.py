@@ -402,6 +402,29 @@ def test_an_error_quoted_inside_a_file_read_is_not_an_error_the_agent_met() -> N
     assert "- read_file(src/gone.py): Error: [Errno 2] No such file or directory: 'src/gone.py'" in text
 
 
+def test_a_record_lookup_is_recorded_with_the_ids_it_returned() -> None:
+    """The agent books with the payment method a user lookup returned: the summary's line for the
+    lookup names the ids the record held by field (not the one the call asked for, already in the
+    line), a field listing dozens shows its first few and a count, and a search's JSON is no record."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    user = {"user_id": "sofia_kim_7287", "name": {"first_name": "Sofia", "last_name": "Kim"},
+            "payment_methods": {"gift_card_7480005": {"source": "gift_card", "id": "gift_card_7480005"},
+                                "credit_card_9879898": {"source": "credit_card", "last_four": "9725"}},
+            "reservations": ["OI5L9G", "AQLBTL"], "loyalty": [f"voucher_{n:04d}" for n in range(30)]}
+    turns = [msg("user", "Book it with my gift card. I am sofia_kim_7287."),
+             assistant_calls(call("u1", "get_user_details", user_id="sofia_kim_7287"),
+                             call("g1", "Grep", pattern="gift_card", path="db")),
+             result("u1", json.dumps(user)),
+             result("g1", json.dumps(["db/cards/gift_card_7480005.json"]))]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert ("- get_user_details(sofia_kim_7287) → ids: payment_methods gift_card_7480005, credit_card_9879898; "
+            "reservations OI5L9G, AQLBTL; loyalty voucher_0000, voucher_0001, voucher_0002, voucher_0003, "
+            "voucher_0004, voucher_0005, voucher_0006, voucher_0007 (+22 more)") in text
+    assert "Grep(gift_card) →" not in text  # a search's output is other files' text
+
+
 def test_a_traceback_is_recorded_by_the_exception_it_ended_with() -> None:
     """"Traceback (most recent call last):" says only that something raised; the line naming the
     exception says what, and that is the line a model can act on."""

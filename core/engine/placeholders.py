@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from core.engine.file_calls import patch_files
@@ -21,6 +21,7 @@ from core.summarizers.facts import (
     first_error_line,
     opening_error_line,
     outline,
+    record_gist,
     tool_output,
 )
 
@@ -80,10 +81,10 @@ def _short(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def result_gist(text: str, *, quotes_files: bool = False, target: str = "") -> str:
+def result_gist(text: str, *, quotes_files: bool = False, target: str = "", known: Iterable[str] = ()) -> str:
     """A cleared result's gist: the names a source file defines or a document's sections, or its
     error (for output that quotes files, a read or a search, only the error it opens with: the
-    rest is the files')."""
+    rest is the files'), or the ids a JSON record holds beyond ``known`` (the call's own values)."""
     text = tool_output(text)
     if target.lower().endswith(MARKDOWN_SUFFIXES):
         held = contents(target, text)
@@ -93,7 +94,9 @@ def result_gist(text: str, *, quotes_files: bool = False, target: str = "") -> s
     if len(names) >= 2:
         return "defines " + ", ".join(names)
     error = opening_error_line(text) if quotes_files else first_error_line(text)
-    return f"error: {_short(error, TARGET_CHARS)}" if error else ""
+    if error:
+        return f"error: {_short(error, TARGET_CHARS)}"
+    return "" if quotes_files else record_gist(text, known)
 
 
 def cleared_result(tokens: int, tool: str, target: str, gist: str) -> str:

@@ -16,7 +16,7 @@ from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
 from core.engine.later_use import used_later
 from core.engine.workspace import Workspace
-from core.messages import call_name, content_text, tool_calls
+from core.messages import call_arguments, call_name, content_text, string_values, tool_calls
 from core.strategies.base import Param, StrategyInfo
 
 
@@ -73,16 +73,17 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         if not workspace.should_continue():
             break
         message = messages[position]
-        tool, target, quoting = "", "", False
+        tool, target, quoting, asked = "", "", False, set[str]()
         key = call_of.get(position)
         if key is not None:
             call = next((c for c in tool_calls(messages[key[0]].data) if str(c.get("id")) == key[1]), None)
             if call is not None:
                 tool, target, quoting = call_name(call), placeholders.call_target(call), quotes_files(call)
+                asked = set(string_values(call_arguments(call)))
         if _cut_instead(workspace, position):
             cleared += 1
             break  # the budget is met
-        gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting, target=target)
+        gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting, target=target, known=asked)
         data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             data = placeholders.with_content(message, placeholders.cleared(message.tokens))  # the short form

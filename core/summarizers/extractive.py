@@ -28,13 +28,21 @@ from core.engine.file_calls import (
     quotes_files,
     shell_command,
 )
-from core.messages import HARNESS_PREFIXES, call_arguments, call_name, content_text, tool_calls
+from core.messages import (
+    HARNESS_PREFIXES,
+    call_arguments,
+    call_name,
+    content_text,
+    string_values,
+    tool_calls,
+)
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
 from core.summarizers.facts import (
     LINE_NUMBER,
     contents,
     first_error_line,
     opening_error_line,
+    record_gist,
     tool_output,
 )
 
@@ -168,6 +176,9 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     target = path or next((_one_line(str(v), 60) for v in arguments.values() if isinstance(v, str) and v.strip()), "")
     if error:
         return ERROR, f"- {tool}({target}): {_one_line(error, SAY_CHARS)}"
+    gist = "" if quotes_files(call) else record_gist(result, string_values(arguments))  # the ids the next calls pass on
+    if gist:
+        return COMMAND, f"- {tool}({target}) → {gist}"
     return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 

@@ -162,6 +162,90 @@ def fenced_outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
     return list(names)
 
 
+# An id a record holds: one word of letters and digits (underscores, hyphens), with both a letter
+# and a digit (sofia_kim_7287, HAT078, gift_card_7480005, a UUID) or in capitals (a booking code,
+# AQLBTL); not a price, a date or a name.
+_RECORD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{3,63}")
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"[0-9]")
+_CODE = re.compile(r"[A-Z0-9]{5,}")
+# A field name can hold a digit too (address1, line2): a key counts when it looks like data.
+_KEY_ID = re.compile(r"[0-9]{3}")
+RECORD_IDS = 16
+FIELD_IDS = 8  # a field listing dozens shows its first few and a count
+RECORD_SCAN_CHARS = 200_000
+
+
+def _is_record_id(value: str) -> bool:
+    if not _RECORD_ID.fullmatch(value) or not _LETTER.search(value):
+        return False
+    return bool(_DIGIT.search(value) or _CODE.fullmatch(value))
+
+
+def _ids_inside(value: Any) -> dict[str, None]:
+    """The ids inside a JSON value, in document order: id-like strings and the keys of records keyed by id."""
+    found: dict[str, None] = {}
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _is_record_id(item):
+                found[item] = None
+        elif isinstance(item, dict):
+            found.update((k, None) for k in item if _is_id_key(k))
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return found
+
+
+def _is_id_key(key: str) -> bool:
+    return _is_record_id(key) and bool(_KEY_ID.search(key) or _CODE.fullmatch(key))
+
+
+def record_ids(text: str, known: Iterable[str] = ()) -> list[tuple[str, list[str], int]]:
+    """The ids a JSON record (a tool's object or array answer) holds, grouped by the top-level field
+    that holds them ("" for a bare array or records keyed by id), in order: (field, the first
+    FIELD_IDS of them, how many more), at most RECORD_IDS in all. An agent passes them to its next
+    calls (the payment method, the reservation, the order). Those in ``known`` (what the call asked
+    for) are left out."""
+    if text.lstrip()[:1] not in ("{", "[") or len(text) > RECORD_SCAN_CHARS:
+        return []
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return []
+    fields = list(value.items()) if isinstance(value, dict) else [("", value)] if isinstance(value, list) else []
+    groups: dict[str, dict[str, None]] = {}
+    for key, held in fields:
+        found = _ids_inside(held)
+        if _is_id_key(key):
+            found = {key: None} | found
+            key = ""
+        if found:
+            groups.setdefault(key, {}).update(found)
+    kept: list[tuple[str, list[str], int]] = []
+    seen = set(known)
+    room = RECORD_IDS
+    for key, ids in groups.items():
+        fresh = [i for i in ids if i not in seen]
+        seen.update(fresh)
+        shown = fresh[: min(FIELD_IDS, room)]
+        if shown:
+            kept.append((key, shown, len(fresh) - len(shown)))
+            room -= len(shown)
+    return kept
+
+
+def record_gist(text: str, known: Iterable[str] = ()) -> str:
+    """A JSON record's ids by the field that held them: "ids: user_id u_1; reservations AB12, CD34"
+    (those in ``known``, what the call asked for, left out)."""
+    groups = record_ids(text, known)
+    said = "; ".join(f"{key} {', '.join(ids)}".strip() + (f" (+{more} more)" if more else "")
+                     for key, ids, more in groups)
+    return f"ids: {said}" if said else ""
+
+
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 HEADING_CHARS = 48
