@@ -627,6 +627,37 @@ def test_the_working_copies_of_the_files_changed_last_stay_with_their_later_edit
     assert "kept the working copies in place (Write docs/plan.md, Write src/export.py, " in summarized["detail"]
 
 
+def test_an_older_file_never_takes_the_room_of_the_file_changed_last(tmp_path: Path) -> None:
+    # A real Claude Code session: the agent wrote a notebook, then a large module it went on to
+    # run and edit. The module's working copy does not fit in the room; the notebook's would, but
+    # the continuation works on the module: the room goes to the newest messages, not the notebook.
+    notes = "# Notebook\n\n" + "".join(f"- cell {i}: plot `layer_{i}`\n" for i in range(40))
+    module = "".join(f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n\n"
+                     for i in range(120))
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Make the notebook, then the module.")]
+    turns += [assistant_calls(call("w_notes", "Write", file_path="notebook.md", content=notes)), result("w_notes", "ok"),
+              assistant_calls(call("w_module", "Write", file_path="src/layers.py", content=module)), result("w_module", "ok")]
+    for i in range(30):
+        turns += [msg("assistant", f"Layer {i} renders; the mix is audible. " * 4),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python -m layers --layer {i}")),
+                  result(f"b{i}", f"layer {i}: " + " ".join(f"sample{i}_{j}" for j in range(60)))]
+        if i < 8:  # the module's edits: with them its copy takes more than the room
+            old = f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n"
+            turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/layers.py", old_string=old,
+                                           new_string=old.replace("mix(", "overlap(mix(") + "    # layered\n" * 20)),
+                      result(f"e{i}", "ok")]
+    turns.append(msg("user", "Now make the layers overlap."))
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    module_tokens = next(e["tokens_before"] for e in report["removed"] if e["line"] == 5)
+    assert module_tokens > 0.4 * 4000  # the module's copy cannot stay
+    kept = {call["id"] for m in read_messages(done.stdout) for call in m.get("tool_calls") or []}
+    assert "w_notes" not in kept
+    summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
+    assert "working copies" not in summarized["detail"]
+
+
 def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_span(tmp_path: Path) -> None:
     # The draft written in the first turn was written again, whole, in the turn in progress: the
     # draft is no working copy any more, so the span does not go around it.

@@ -218,8 +218,9 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
     """The exchanges that hold the agent's working copies of the files it changed last: for each
     file, newest change first, its newest whole write (the content) and the edits after it, while
     they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files; a file only
-    ever edited keeps its newest edits that fit). A write older than the file's newest whole write
-    is stale and never kept."""
+    ever edited keeps its newest edits that fit; a file whose whole copy does not fit ends the list,
+    so an older file never takes the room of the one changed after it). A write older than the
+    file's newest whole write is stale and never kept."""
     limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
     counted = workspace.structure.counted
     # Only before the current turn: the summary never needs to reach into it for a write, and
@@ -262,7 +263,7 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
             tokens = sum(workspace.messages[p].tokens for p in added if counted[p])
             if used + cost + tokens > limit:
                 if path in whole:
-                    taken, cost = set(), 0
+                    return kept  # the file worked on last does not fit: an older one must not take its room
                 break
             taken |= added
             cost += tokens
