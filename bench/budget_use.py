@@ -1,6 +1,6 @@
 """Budget use beyond the quality benchmark's cuts: every real transcript at many budgets.
 
-Each transcript `compact` reads in ../shared/realdata (not the datasets, whose conversations are
+Each transcript `compact` reads in ../shared/realdata and bench/sessions (not the datasets, whose conversations are
 each compacted to the whole budget; and the longest tau-bench conversations,
 each written as a chat JSONL file) is compacted to 18 budgets, 10% to 95% of its own size in
 steps of 5%. A run whose input is over its budget must lose something; issue 12 asks it to end
@@ -41,9 +41,10 @@ TINY = 1000  # budgets under this many tokens
 HIGH_FLOOR = 0.7  # a pinned floor at least this share of the budget
 
 
-def transcripts(realdata: Path, work: Path, tau: int) -> list[Path]:
+def transcripts(realdata: Path, work: Path, tau: int, bundled: bool = True) -> list[Path]:
     found = []
-    for path in sorted(realdata.rglob("*")):
+    shipped = sorted((ROOT / "bench" / "sessions").rglob("*.jsonl")) if bundled else []  # see bench/sessions/README.md
+    for path in [*sorted(realdata.rglob("*")), *shipped]:
         if path.suffix not in (".jsonl", ".json") or "trajectories" in path.name:
             continue
         with contextlib.suppress(CompactError):  # (a file compact does not read is not measured)
@@ -109,11 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realdata", type=Path, default=ROOT.parent / "shared" / "realdata")
     parser.add_argument("--tau", type=int, default=8, help="how many of the longest tau-bench conversations")
     parser.add_argument("--json", type=Path, help="write every row here")
+    parser.add_argument("--no-bundled", action="store_true", help="leave out the sessions in bench/sessions")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         os.environ["COMPACT_CACHE_DIR"] = str(work / "cache")
-        rows = measure(transcripts(args.realdata, work, args.tau), work)
+        rows = measure(transcripts(args.realdata, work, args.tau, not args.no_bundled), work)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     counted = [r for r in rows if r["must_lose"] and not r["loses_nothing_read"]]

@@ -839,6 +839,14 @@ def _readable(messages: Sequence[Message]) -> str:
 # -- sessions ---------------------------------------------------------------------------------
 
 
+# Recorded sessions that ship with the repository (see its README), measured beside ../shared/realdata.
+BUNDLED = HERE / "sessions"
+
+
+def bundled_sessions() -> list[Session]:
+    return [Session(path.stem, "claude-code", path) for path in sorted((BUNDLED / "claude-code").glob("*.jsonl"))]
+
+
 def real_sessions(root: Path, work: Path, tau_count: int, smallest_budget: int) -> list[Session]:
     sessions: list[Session] = []
     for path in sorted((root / "claude-code").glob("*.jsonl")):
@@ -1105,6 +1113,9 @@ def main(argv: list[str] | None = None) -> int:
         help='another compact configuration, e.g. nocap="-s clear_tool_results -s sliding_window"',
     )
     parser.add_argument("--no-seed", action="store_true", help="leave out the seed-preset column")
+    parser.add_argument(
+        "--no-bundled", action="store_true", help="leave out the sessions in bench/sessions"
+    )
     parser.add_argument("--no-baselines", action="store_true", help="leave out the baselines")
     parser.add_argument(
         "--quick", action="store_true", help="a subset: Claude Code + 2 tau-bench + 1 generated"
@@ -1163,6 +1174,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"no real sessions at {args.realdata}: generated sessions only (--realdata DIR)",
                 file=sys.stderr,
             )
+        if not args.no_bundled:
+            sessions += bundled_sessions()
         sessions += generated_sessions(work, seeds, args.generated_messages, args.generated_scale)
         if args.only:
             sessions = [s for s in sessions if args.only in s.name]

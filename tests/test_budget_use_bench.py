@@ -23,7 +23,7 @@ def test_the_sample_session_fills_every_budget_it_must_lose_something_for(
     realdata = tmp_path / "realdata"
     realdata.mkdir()
     shutil.copy(samples / "agent_session.jsonl", realdata)
-    assert module.main(["--realdata", str(realdata), "--tau", "0", "--json", str(tmp_path / "rows.json")]) == 0
+    assert module.main(["--realdata", str(realdata), "--tau", "0", "--no-bundled", "--json", str(tmp_path / "rows.json")]) == 0
     rows = json.loads((tmp_path / "rows.json").read_text())
     assert [r["budget"] for r in rows] == [int(rows[0]["size"] * f) for f in module.FRACTIONS]
     assert all(r["after"] <= r["budget"] for r in rows)
