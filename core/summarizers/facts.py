@@ -209,7 +209,7 @@ def record_ids(text: str, known: Iterable[str] = ()) -> list[tuple[str, list[str
     FIELD_IDS of them, how many more), at most RECORD_IDS in all. An agent passes them to its next
     calls (the payment method, the reservation, the order). Those in ``known`` (what the call asked
     for) are left out."""
-    if text.lstrip()[:1] not in ("{", "[") or len(text) > RECORD_SCAN_CHARS:
+    if len(text) > RECORD_SCAN_CHARS or text.lstrip()[:1] not in ("{", "["):
         return []
     try:
         value = orjson.loads(text)
