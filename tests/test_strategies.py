@@ -50,6 +50,34 @@ def test_deduplicate_file_reads_points_older_reads_at_the_newest() -> None:
     assert all(e["action"] == "rewritten" for e in out.report["removed"])
 
 
+def test_a_read_inside_bash_lc_is_deduplicated_like_a_plain_one() -> None:
+    """``codex exec --json`` prints the command line Codex ran: the read is the script inside ``/bin/bash -lc``."""
+    text = "def parse(text):\n    return text.split()\n" * 40
+    messages = [
+        msg("user", "Check the parser."),
+        assistant_calls(call("c1", "shell", command="/bin/bash -lc \"sed -n '1,80p' src/parse.py\"")),
+        result("c1", text),
+        assistant_calls(call("c2", "shell", command="/bin/bash -lc 'cat src/parse.py | head'")),  # a pipeline: no read
+        result("c2", text),
+        assistant_calls(call("c3", "shell", command="/bin/bash -lc \"sed -n '1,80p' src/parse.py\"")),
+        result("c3", text),
+        msg("assistant", "The parser splits on whitespace."),
+    ]
+    out = run_core(messages, mode="full", strategies=["deduplicate_file_reads"])
+    contents = {m.line: m.data["content"] for m in out.messages}
+    assert contents[3].startswith("[compact: superseded by a newer shell of src/parse.py at line 7")
+    assert contents[5] == text and contents[7] == text
+
+
+def test_a_codex_exec_file_change_names_its_files() -> None:
+    from core.engine.file_calls import classify, patch_files
+
+    one = call("i1", "file_change", changes=[{"path": "src/parse.py", "kind": "update"}])
+    two = call("i2", "file_change", changes=[{"path": "a.py", "kind": "add"}, {"path": "b.py", "kind": "delete"}])
+    assert classify(one) == ("write", "src/parse.py", "")
+    assert patch_files(two) == ["a.py", "b.py"] and classify(two) is None  # several files: the summary lists them
+
+
 def test_a_call_repeated_with_the_same_result_points_the_older_result_at_the_newer() -> None:
     """The same call (tool and arguments) answered by the same text again: the older copy says
     nothing the newer does not. A different answer is history, and stays."""

@@ -5,7 +5,8 @@ Code ``Read``/``Edit``/``Write``, OpenAI-style ``read_file``/``edit_file``, pi
 ``read``/``edit``/``write``, SWE-agent/OpenHands ``str_replace_editor`` (``view``
 reads, the other commands change), Gemini CLI ``read_file``/``replace``, Codex
 ``apply_patch`` and ``shell`` running ``cat``/``nl``/``sed -n``/``head``/``tail``
-on one file. Deduplicating reads, the summary's file lists and its lines all ask here.
+on one file (also inside ``/bin/bash -lc '...'``, the command line ``codex exec --json`` prints), and
+the ``file_change`` calls read from ``codex exec --json`` streams (``{"changes": [{path, kind}]}``). Deduplicating reads, the summary's file lists and its lines all ask here.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ PATH_ARGUMENTS = ("path", "file_path", "absolute_path", "filename", "file", "not
 READ_TOOLS = frozenset({"Read", "read_file", "read", "view", "open_file", "NotebookRead", "ReadFile", "read_many_files"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"})
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "edit_file", "create_file",
-                         "edit", "write", "replace", "apply_patch"})
+                         "edit", "write", "replace", "apply_patch", "file_change"})
 SHELL_TOOLS = frozenset({"shell", "bash", "Bash", "exec_command", "local_shell", "run_shell_command", "run_shell"})
 # Tools whose output is other files' text: matches of a search, a listing.
 SEARCH_TOOLS = frozenset({"Grep", "Glob", "LS", "search", "grep", "grep_search", "search_files", "find_files",
@@ -33,6 +34,8 @@ _QUOTING_COMMANDS = ("git diff", "git show", "git log", "grep ", "rg ", "cat ", 
 # Arguments that say which part of a file was read: reads of different parts do not supersede each other.
 RANGE_ARGUMENTS = ("offset", "limit", "view_range", "start_line", "end_line", "line_range")
 _SHELL_READERS = ("cat", "nl", "head", "tail", "sed", "bat", "less")
+_SHELL_WRAPPER = re.compile(r"\s*(?:/usr)?(?:/bin/)?(?:ba|z)?sh\s+-l?c\s")  # `/bin/bash -lc SCRIPT`
+_SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
 
 
@@ -44,16 +47,28 @@ def _path(arguments: Mapping[str, Any], path_arg: str) -> str | None:
     return None
 
 
+def _script(command: str) -> str:
+    """The script of a ``/bin/bash -lc 'SCRIPT'`` command line, else the command line itself."""
+    if not _SHELL_WRAPPER.match(command):
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    return words[2] if len(words) == 3 else command
+
+
 def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
     command = arguments.get("command", arguments.get("cmd"))
     if isinstance(command, list):
         words = [str(w) for w in command]
-        if len(words) >= 3 and words[0] in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
+        if len(words) >= 3 and words[0] in _SHELLS and words[1] in ("-lc", "-c"):
             command = words[2]
         else:
             return words
     if not isinstance(command, str):
         return []
+    command = _script(command)
     if any(sep in command for sep in ("|", ";", "&&", ">", "$(", "`")):
         return []  # a pipeline or several commands: not a plain read of one file
     try:
@@ -65,7 +80,7 @@ def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
 def shell_read(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
     """(path, range) when a shell command only prints one file (``cat f``, ``sed -n 1,80p f``, ...)."""
     command = arguments.get("command", arguments.get("cmd"))
-    if isinstance(command, str) and not command.lstrip().startswith(_SHELL_READERS):
+    if isinstance(command, str) and not _script(command).lstrip().startswith(_SHELL_READERS):
         return None  # not a reader: no need to split it (shlex is slow, and this runs on every command)
     words = _shell_words(arguments)
     if not words or words[0] not in _SHELL_READERS:
@@ -122,8 +137,13 @@ def patch_text(call: Mapping[str, Any]) -> str:
 
 
 def patch_files(call: Mapping[str, Any]) -> list[str]:
-    """The files an apply_patch call adds, updates or deletes, in order."""
-    if call_name(call) != "apply_patch":
+    """The files an apply_patch (or codex exec ``file_change``) call adds, updates or deletes, in order."""
+    name = call_name(call)
+    if name == "file_change":
+        changes = call_arguments(call).get("changes")
+        listed = changes if isinstance(changes, list) else []
+        return list(dict.fromkeys(c["path"] for c in listed if isinstance(c, Mapping) and isinstance(c.get("path"), str)))
+    if name != "apply_patch":
         return []
     return list(dict.fromkeys(path.strip() for path in _PATCH_FILE.findall(patch_text(call))))
 
@@ -153,4 +173,4 @@ def shell_command(arguments: Mapping[str, Any]) -> str:
     if isinstance(command, list):
         words = [str(w) for w in command]
         return words[2] if len(words) >= 3 and words[1] in ("-lc", "-c") else " ".join(words)
-    return str(command)
+    return _script(command) if isinstance(command, str) else str(command)
