@@ -24,7 +24,7 @@ import typer
 
 from core.errors import ConfigError
 
-FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, pi, gemini-stream, gemini-session, gemini-chat, sharegpt"  # = core.formats.names()
+FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, codex-exec, pi, gemini-stream, gemini-session, gemini-chat, sharegpt"  # = core.formats.names()
 
 
 class TableOrJson(StrEnum):

@@ -20,7 +20,7 @@ def test_a_format_name_registered_twice_is_refused() -> None:
 
 
 def test_the_registry_lists_every_format_once_most_specific_first() -> None:
-    assert formats.names() == ["claude-code", "codex", "pi", "gemini-stream", "gemini-session", "gemini-chat",
+    assert formats.names() == ["claude-code", "codex", "codex-exec", "pi", "gemini-stream", "gemini-session", "gemini-chat",
                                "responses",
                                "anthropic", "sharegpt", "dataset", "openai"]
     assert registry.build(formats.codecs().values()) == formats.codecs()

@@ -38,6 +38,7 @@ def _modules() -> tuple[Any, ...]:
         anthropic,
         claude_code,
         codex,
+        codex_exec,
         dataset,
         gemini_chat,
         gemini_session,
@@ -48,7 +49,7 @@ def _modules() -> tuple[Any, ...]:
         sharegpt,
     )
 
-    return (claude_code, codex, pi, gemini_stream, gemini_session, gemini_chat, responses, anthropic, sharegpt, dataset, openai_chat)
+    return (claude_code, codex, codex_exec, pi, gemini_stream, gemini_session, gemini_chat, responses, anthropic, sharegpt, dataset, openai_chat)
 
 
 def names() -> list[str]:
