@@ -26,6 +26,7 @@ from core.formats.base import EMPTY_LEFT_OUT, PARENT_RESULTS, Losses, says_nothi
 from core.formats.gemini_stream import plain_text
 from core.messages import (
     FAILED,
+    PLACEHOLDER_PREFIX,
     Message,
     arguments_value,
     call_arguments,
@@ -88,7 +89,9 @@ def result_of(item: dict[str, Any]) -> tuple[str, bool]:
     if kind == "command_execution":
         code = item.get("exit_code")
         output = item.get("aggregated_output") or ""
-        text = output if code in (0, None) else f"Exit code: {code}\n{output}"
+        # (compact's placeholder for a cleared result stands alone, as it was written: read back, the file
+        # counts what the run reported)
+        text = output if code in (0, None) or output.startswith(PLACEHOLDER_PREFIX) else f"Exit code: {code}\n{output}"
         return text, status in ("failed", "declined") or code not in (0, None)
     if kind == "mcp_tool_call":
         error = item.get("error")
