@@ -15,6 +15,7 @@ from tests.helpers import (
     assistant_calls,
     call,
     invoke,
+    invoke_with_report,
     msg,
     read_messages,
     result,
@@ -919,3 +920,16 @@ def test_the_documented_file_lists_are_what_a_summary_writes(tmp_path: Path) -> 
     summary = next(m["content"] for m in read_messages(done.stdout) if m["content"].startswith("CUCA summary:"))
     written = [line for line in summary.splitlines() if line.startswith("Files ")]
     assert written == [line for line in example.splitlines() if line.startswith("Files ")]
+
+
+@pytest.mark.parametrize("budget", [5000, 5500])
+def test_compacting_a_compacted_session_again_fills_the_budget(budget: int, samples: Path, tmp_path: Path) -> None:
+    # The earlier summary is folded into the new one, so its tokens are not needed twice: counting
+    # them in the span's reserve beside the live count took ~30% more than the budget asked.
+    once = tmp_path / "once.jsonl"
+    invoke_with_report(str(samples / "agent_session.jsonl"), "--max-tokens", "6000", "-o", str(once), tmp_path=tmp_path)
+    twice = tmp_path / "twice.jsonl"
+    _, report = invoke_with_report(str(once), "--max-tokens", str(budget), "-o", str(twice), tmp_path=tmp_path)
+    assert [e["strategy"] for e in report["removed"]] and {e["strategy"] for e in report["removed"]} <= {"summarize"}
+    assert sum(str(m["content"]).startswith("CUCA summary:") for m in read_messages(twice.read_text())) == 1
+    assert 0.95 * budget <= report["after"]["tokens"] < budget

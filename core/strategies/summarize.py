@@ -372,14 +372,16 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         first_previous = memo.previous_summary(workspace, len(workspace.messages))
         previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
+        # An earlier summary the new one takes the place of is counted in the live tokens already.
+        reserve = room - _folded_tokens(workspace, first_previous)
         kept = _working_copy(workspace, memo.files)
-        removable = _span_to_go(workspace, room, kept)
+        removable = _span_to_go(workspace, reserve, kept)
         current = workspace.structure.current_turn_start
-        if kept and (not _reaches(workspace, removable, room) or current is not None and removable[-1:] > [current]):
+        if kept and (not _reaches(workspace, removable, reserve) or current is not None and removable[-1:] > [current]):
             # Going around the writes would not reach the budget, or would take the current turn's
             # newest messages instead: the writes go like the rest.
             kept = set()
-            removable = _span_to_go(workspace, room)
+            removable = _span_to_go(workspace, reserve)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
     try:
@@ -390,7 +392,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     # The span left around the writes was too small for a summary to pay off (the writes are most
     # of what is old): the writes go like the rest.
     workspace.restart_step()
-    removable = _span_to_go(workspace, room)
+    removable = _span_to_go(workspace, room - _folded_tokens(workspace, memo.previous_summary(workspace, len(workspace.messages))))
     return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=True)
 
 
@@ -558,12 +560,13 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     refit = fit_budget and summarizer.name == "extractive" and bool(budget.limit)
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
-        shorter = _span_to_go(workspace, composed.tokens + 8, keep)
+        shorter = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
-        kept = _keep_newest_partly(workspace, removable, composed.tokens)
+        added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
+        kept = _keep_newest_partly(workspace, removable, added)
         if kept:
             removable = [p for p in removable if p not in kept]
             if not removable:
@@ -601,11 +604,22 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
     if not workspace.remove(removable, reason):  # (the span is whole exchanges: one removal, thousands of messages)
         for position in removable:
             workspace.remove([position], reason)
-    if previous_at is not None and (workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)):
+    if previous_at is not None and _folds(workspace, previous_at):
         # The earlier summary (this run's, a previous run's or the agent's) takes the new one in.
         workspace.rewrite_own(previous_at, composed.summary, "earlier summary folded into the new one")
     else:
         workspace.insert(removable[0], Message(data=composed.summary))  # before the span's first message
+
+
+def _folds(workspace: Workspace, previous_at: int | None) -> bool:
+    """Whether the new summary takes the place of the earlier one at ``previous_at`` (else it goes beside it)."""
+    return previous_at is not None and (workspace.is_own(previous_at) or workspace.trace
+                                        or not workspace.pinned(previous_at))
+
+
+def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
+    """The tokens of the earlier summary the new one replaces: they are in the live count already."""
+    return workspace.messages[previous_at].tokens if previous_at is not None and _folds(workspace, previous_at) else 0
 
 
 def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
