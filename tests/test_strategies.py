@@ -721,3 +721,22 @@ def test_a_give_back_rolled_back_leaves_the_ledger_as_it_was() -> None:
     assert workspace.messages[1].data["content"] == "[compact: cleared]"
     assert workspace.ledger == cleared
     assert workspace.rewritten_by(original) == {"clear_tool_results"}
+
+
+def test_an_earlier_summary_with_nothing_left_to_fold_into_is_cut_before_the_run_ends_over_budget() -> None:
+    # A session compacted before, compacted again to a smaller budget: only the earlier summary is
+    # left between the pins, so no span can fold it in. It was kept whole and the run ended over
+    # budget, its "floor" counting a summary that can shrink.
+    summary = ("CUCA summary: turns 1-6 (lines 3-40, 38 messages) summarized by extractive.\n"
+               '<summary topic="the parser" compressed-from-turns="1-6">\n'
+               + "".join(f"- ran `pytest tests/test_case_{i}.py` → 1 failed, the tokenizer drops byte {i}\n" for i in range(80))
+               + "</summary>\nFiles changed: src/parser.py")
+    system = "You are terse."
+    messages = [msg("system", system), msg("user", "Fix the parser."), msg("system", summary), msg("user", "Now run the tests.")]
+    out = run_core(messages, max_tokens=600)
+    assert out.report["over_budget"] is False and out.report["after"]["tokens"] < 600
+    assert [m.line for m in out.messages] == [1, 2, 3, 4]
+    cut = out.messages[2].data["content"]
+    assert cut.startswith("CUCA summary: turns 1-6 ") and "[… compact:" in cut and cut.endswith("src/parser.py")
+    assert out.messages[0].data["content"] == system
+    assert [e["line"] for e in out.report["removed"] if e["strategy"] == "clamp_pinned"] == [3]

@@ -238,8 +238,9 @@ def _guarded(step: ClosingStep, workspace: Workspace,
 
 
 def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """When pinned messages alone exceed a token budget, cut the middle of the newest request, then
-    (as a last resort) of the first system message, keeping head and tail and marking the cut."""
+    """When pinned messages alone exceed a token budget, cut the middle of the newest request, then of
+    the summaries earlier runs wrote (summarize folds one in only beside a span it replaces), then (as
+    a last resort) of the first system message, keeping head and tail and marking the cut."""
     budget = workspace.budget
     if budget.token_limit is None or not workspace.over_budget():
         return
@@ -249,8 +250,10 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)
     system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
                    and not workspace.is_own(p)), None)
+    earlier = [(p, "an earlier summary") for p in range(len(workspace.messages)) if structure.pinned[p]
+               and workspace.alive(p) and not workspace.is_own(p) and is_summary(workspace.messages[p])]
     workspace.begin("clamp_pinned", 0)
-    for position, what in ((newest, "the newest request"), (system, "the first system message")):
+    for position, what in ((newest, "the newest request"), *earlier, (system, "the first system message")):
         if position is None or budget.limit is None or not workspace.over_budget():  # no limit: never over
             continue
         message = workspace.messages[position]
