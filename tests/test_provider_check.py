@@ -128,6 +128,13 @@ def test_problems_carry_line_numbers_when_given_and_read_on_one_line() -> None:
     assert unplaced.line is None and unplaced.format("t.jsonl").startswith("t.jsonl:message 2: ")
 
 
+def test_a_content_part_that_is_not_an_object_is_named_in_the_problem() -> None:
+    # It said "check its content parts () and fields": empty brackets, and no word of the bad part.
+    [problem] = check_transcript([msg("user", [{"type": "text", "text": "a"}, 7])], "openai")
+    assert problem.code == "invalid-shape"
+    assert problem.message.endswith("content[1] is not a content part (an object with a type)")
+
+
 def test_an_unknown_provider_is_a_config_error_with_a_suggestion() -> None:
     with pytest.raises(ConfigError, match="did you mean 'openai'"):
         check_transcript([U], "opnai")

@@ -244,6 +244,8 @@ def _explain(value: Any) -> str:
                     return f"content[{position}] is a thinking block without its signature"
                 if kind in ("reasoning",) or (isinstance(kind, str) and kind.endswith("_call")):
                     return f"content[{position}] is a {kind} item, which is not a content block"
+            else:
+                return f"content[{position}] is not a content part (an object with a type)"
         kinds = sorted({str(p.get("type")) for p in content if isinstance(p, Mapping)})
         return f"check its content parts ({', '.join(kinds)}) and fields"
     return "a required field is missing or has the wrong type"
