@@ -192,6 +192,21 @@ def test_a_compacted_chat_saved_with_a_bom_and_crlf_is_written_as_gemini_cli_wri
     assert out.stdout == json.dumps(json.loads(out.stdout), indent=2, ensure_ascii=False)
 
 
+def test_a_lone_surrogate_is_written_to_a_chat_as_json_stringify_escapes_it(tmp_path: Path) -> None:
+    # Half an emoji (a lone surrogate) in a message was written as raw bytes that are not UTF-8:
+    # compact itself refused its own output, and Node would read U+FFFD. JSON.stringify writes \ud83d.
+    source = tmp_path / "t.jsonl"
+    source.write_text('{"role": "user", "content": "half \\ud83d an emoji, \\u00e9 whole"}\n'
+                      '{"role": "assistant", "content": "ok \\udc00"}\n', encoding="utf-8")
+    chat = tmp_path / "chat.json"
+    invoke_with_report(str(source), "--unlimited", "--to", "gemini-chat", "-o", str(chat), tmp_path=tmp_path)
+    written = chat.read_bytes().decode("utf-8")  # (raised UnicodeDecodeError)
+    assert '"half \\ud83d an emoji, \u00e9 whole"' in written and '"ok \\udc00"' in written
+    again, _ = invoke_with_report(str(chat), "--unlimited", "--to", "openai", tmp_path=tmp_path)
+    assert [json.loads(line)["content"] for line in again.stdout.splitlines()] == ["half \ud83d an emoji, \u00e9 whole",
+                                                                                 "ok \udc00"]
+
+
 def test_chat_summary_is_a_user_record_and_removed_records_take_their_thoughts(tmp_path: Path) -> None:
     args = ("--max-tokens", "1500", "--summarizer", "extractive", "-s", "summarize:turns=1", "--preset", "seed")
     out, _ = invoke_with_report(str(CHAT), *args, tmp_path=tmp_path)

@@ -32,6 +32,7 @@ record.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -219,10 +220,15 @@ def added_records(messages: Iterable[Message], stamp: Any, losses: Losses, ancho
     return records
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # (a pair parsed from JSON is one character)
+
+
 def document_bytes(document: dict[str, Any], newline: bool = False) -> bytes:
     """The document as gemini-cli writes it: ``JSON.stringify(document, null, 2)``."""
     text = json.dumps(document, indent=2, ensure_ascii=False)
-    return text.encode("utf-8", "surrogatepass") + (b"\n" if newline else b"")
+    # A lone surrogate (half an emoji) has no UTF-8 form: JSON.stringify escapes it, and so do we.
+    text = _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    return text.encode("utf-8") + (b"\n" if newline else b"")
 
 
 # --- writing fresh (--to gemini-chat) ------------------------------------------------------------

@@ -347,7 +347,7 @@ def document_line(raw: bytes, name: str) -> Line | None:
         return None
     body = raw.removeprefix(jsonio.UTF8_BOM)
     try:
-        data = orjson.loads(body)
+        data = jsonio.loads(body)  # (a lone surrogate escape, which JSON.stringify writes, and big integers too)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"malformed JSON document: {str(exc.msg).split(':')[0]}", path=name, line=exc.lineno,
                          column=exc.colno, fix="a file whose first line is a lone { must be one complete JSON object"
