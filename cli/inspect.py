@@ -53,7 +53,7 @@ FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL)
 BeforeArg = Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)]
 AfterArg = Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows per table (tools, files, largest messages, rereads); 0 shows all.")]
-ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable; default read_file).", show_default=False)]
+ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable; default: every read tool compact knows).", show_default=False)]
 
 
 class Provider(StrEnum):
@@ -223,7 +223,7 @@ def print_stats(result: Any, limit: int | None) -> None:
     empty = Text("tokens by tool: no tool calls")
     console.print(_table("tokens by tool", tool_columns, rows, caption) if rows else empty)
 
-    read_tools = ", ".join(result.read_tools)
+    read_tools = ", ".join(result.read_tools) or "read tool"
     files, caption = _top(result.by_file, limit)
     rows = [[f.path, *_n(f.reads, f.tokens), _share(f.tokens, total)] for f in files]
     title = f"tokens by file read ({read_tools} results)"

@@ -158,6 +158,17 @@ def test_top_trims_every_list_and_0_shows_all(session: Path) -> None:
     assert len(every["largest"]) == 11 and every["top"] is None
 
 
+def test_by_default_every_read_tool_compact_knows_counts(realdata: Path) -> None:
+    """A Claude Code session reads with Read (and Bash cat): the default finds its rereads, the
+    same reads deduplicate_file_reads would point at the newer copy."""
+    stats = stats_json(realdata / "claude-code" / "cctrace-phase0-investigation.jsonl", "--top", "0")
+    assert stats["read_tools"] == []  # every known read tool
+    assert stats["rereads"]["reads"] == 3 and stats["rereads"]["tokens"] > 5000
+    assert any(f["path"].endswith("objective.md") for f in stats["by_file"])
+    only = stats_json(realdata / "claude-code" / "cctrace-phase0-investigation.jsonl", "--read-tool", "read_file")
+    assert only["read_tools"] == ["read_file"] and only["by_file"] == []
+
+
 def test_read_tool_says_which_tool_reads_files(session: Path) -> None:
     stats = stats_json(session, "--read-tool", "run_shell")
     assert (
@@ -203,7 +214,7 @@ def test_the_table_goes_to_stdout(session: Path) -> None:
     for heading in (
         "tokens by role",
         "tokens by tool",
-        "tokens by file read (read_file results)",
+        "tokens by file read (read tool results)",
         "largest messages",
     ):
         assert heading in out

@@ -18,14 +18,14 @@ from typing import Any, BinaryIO
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine.file_calls import PATH_ARGUMENTS
+from core.engine.file_calls import PATH_ARGUMENTS, classify
 from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
 
 STATS_VERSION = 1
 DEFAULT_TOP = 10
-DEFAULT_READ_TOOLS = ("read_file",)
+DEFAULT_READ_TOOLS: tuple[str, ...] = ()  # every read tool compact knows (core.engine.file_calls)
 PREVIEW_CHARS = 60
 NO_CALL = "(no call)"
 
@@ -291,6 +291,15 @@ def target_path(call: Any) -> str | None:
     return None
 
 
+def _read_path(call: Any, read_tools: frozenset[str]) -> str | None:
+    """The file a call reads: with ``read_tools``, a call of one of them; else any read compact knows
+    (Read, read_file, a shell cat or sed -n of one file, ...), as deduplicate_file_reads does."""
+    if read_tools:
+        return target_path(call) if call_name(call) in read_tools else None
+    found = classify(call)
+    return found[1] if found is not None and found[0] == "read" else None
+
+
 def _file_reads(
     messages: Sequence[Message], structure: Structure, read_tools: frozenset[str]
 ) -> list[FileReads]:
@@ -299,7 +308,7 @@ def _file_reads(
         if message.role != "assistant":
             continue
         for call in tool_calls(message.data):
-            path = target_path(call) if call_name(call) in read_tools else None
+            path = _read_path(call, read_tools)
             if path is not None:
                 results = structure.results_of_call.get((i, str(call.get("id"))), [])
                 reads.extend((r, path) for r in results if structure.counted[r])
