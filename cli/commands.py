@@ -194,11 +194,13 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     from cli.errors import outputs_written
     from cli.output import json_bytes
     from core.io.staged import StagedWrites
-    from core.io.transcript import backup_chunks, write_chunks
+    from core.io.transcript import backup_chunks, same_bytes, write_chunks
 
     report_bytes = json_bytes(result.report)
     staged = StagedWrites()
     backup = ""
+    # A file the run would write back byte for byte stays as it is: no rewrite, no backup of the same bytes.
+    unchanged = in_place and same_bytes(result.chunks(), os.path.realpath(file))
     # Everything is staged, then renamed together: a failure or Ctrl-C leaves no output
     # (no report or --graph-out for a transcript that was never written, no backup without its rewrite).
     try:
@@ -206,7 +208,9 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
             staged.add(report, [report_bytes])
         if graph is not None:
             staged.add(*graph)
-        if in_place:
+        if unchanged:
+            pass
+        elif in_place:
             real = os.path.realpath(file)
             backup = free_backup_name(real)
             staged.add(backup, backup_chunks(real), follow=False)  # a name the user never gave
@@ -219,7 +223,9 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     except BaseException:
         staged.discard()
         raise
-    if in_place and not backup.endswith(".bak"):
+    if unchanged:
+        sys.stderr.write(f"compact: {file}: unchanged: left as it was, no backup made\n")
+    elif in_place and not backup.endswith(".bak"):
         sys.stderr.write(f"compact: {file}: the original stays in {real}.bak; this run's input was kept as {backup}\n")
     if report == "-":
         sys.stdout.buffer.write(report_bytes)

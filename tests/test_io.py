@@ -73,6 +73,21 @@ def test_in_place_keeps_a_backup(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "in.jsonl.bak"]
 
 
+def test_in_place_leaves_a_file_it_would_not_change_alone(tmp_path: Path) -> None:
+    """A transcript already under its budget comes out byte for byte the same: rewriting it would
+    only pile up FILE.bak, FILE.bak.1, ... copies of the same bytes (a hook running after each turn)."""
+    source = tmp_path / "in.jsonl"
+    original = "\n".join(ODD_LINES) + "\n"
+    source.write_text(original)
+    before = source.stat().st_mtime_ns
+    for _ in range(2):
+        result = invoke(str(source), "--max-tokens", "100000", "--in-place")
+        assert result.exit_code == 0
+        assert "unchanged" in result.stderr
+    assert source.read_text() == original and source.stat().st_mtime_ns == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
 def test_skip_invalid_keeps_bad_lines_in_place_and_reports_them(tmp_path: Path) -> None:
     source = tmp_path / "in.jsonl"
     source.write_text('{"role":"user","content":"a"}\n{not json\n{"role":"assistant","content":"b"}\n')

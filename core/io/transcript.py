@@ -206,6 +206,15 @@ def backup_chunks(path: str) -> Iterator[bytes]:
         yield from iter(lambda: source.read(READ_BLOCK), b"")
 
 
+def same_bytes(chunks: Iterable[bytes | memoryview], path: str) -> bool:
+    """Whether ``chunks`` hold exactly the bytes of the file at ``path`` (compared as they stream)."""
+    with open(path, "rb") as source:
+        for chunk in chunks:
+            if source.read(len(chunk)) != chunk:
+                return False
+        return source.read(1) == b""
+
+
 def write_chunks(chunks: Iterable[bytes | memoryview], stream: BinaryIO) -> None:
     # One buffered write per chunk group keeps memory flat on large transcripts.
     buffer: list[bytes | memoryview] = []
