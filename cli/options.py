@@ -37,7 +37,14 @@ class TableOrJson(StrEnum):
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
 MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
 MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
-MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", min=0.0, max=1.0, help="Compact until under F (0-1) of the window [0.8].")]
+def _fraction(value: float | None) -> float | None:
+    # A range check alone takes nan for a number over 1 ("less than or equal to 1").
+    if value is not None and not 0 <= value <= 1:
+        raise typer.BadParameter(f"must be a number from 0 to 1, not {value}")
+    return value
+
+
+MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", callback=_fraction, help="Compact until under F (0-1) of the window [0.8].")]
 WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
 ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, claude-opus-5-5, …): sets window and encoder, and whether the current turn's thinking can stay.")]
 EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
