@@ -349,7 +349,7 @@ def _close_source(messages: Iterable[Message]) -> None:
 def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
     from core.config import check_keep_lines
 
-    check_keep_lines(config, [m.line for m in messages] + [s["line"] for s in skipped], path)
+    check_keep_lines(config, [m.line for m in messages], path, other_lines=[s["line"] for s in skipped])
 
 
 @dataclass

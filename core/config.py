@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -294,14 +296,27 @@ class MemoryConfig:
         return replace(self, max_messages=None, max_tokens=None, max_fraction=None)
 
 
-def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str) -> None:
-    """A `line:` keep rule starting past the transcript's last line pins nothing: an error, before anything runs."""
-    last = max((line for line in lines if line is not None), default=0)
+def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str, other_lines: Sequence[int] = ()) -> None:
+    """A `line:` keep rule that pins nothing is an error, before anything runs: one starting past the
+    transcript's last line, or one whose lines hold no message (a format's event or metadata line,
+    a blank line, a line ``--skip-invalid`` kept as it was)."""
+    starts = sorted(line for line in lines if line is not None)
+    last = max(starts[-1:] + list(other_lines), default=0)
     for rule in config.keep_rules():
-        if rule.lines is not None and rule.lines[0] > last:
+        if rule.lines is None:
+            continue
+        if rule.lines[0] > last:
             raise ConfigError(
                 f"keep rule {str(rule)!r} starts past the last line ({last:,})", path=path,
                 fix=f"give lines between 1 and {last:,}",
+            )
+        at = bisect.bisect_left(starts, rule.lines[0])
+        if at == len(starts) or starts[at] > rule.lines[1]:
+            first = max(0, at - 1)
+            shown = ", ".join(f"{line:,}" for line in starts[first:first + 3]) + (", …" if first + 3 < len(starts) else "")
+            raise ConfigError(
+                f"keep rule {str(rule)!r} holds no message (messages start on lines {shown})", path=path,
+                fix="give a line a message starts on",
             )
 
 

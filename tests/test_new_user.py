@@ -145,6 +145,19 @@ def test_a_keep_rule_that_pins_nothing_is_an_error_before_anything_is_created(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_keep_line_that_holds_no_message_is_an_error(realdata: Path, tmp_path: Path) -> None:
+    """Line 1 of a Claude Code session is a queue-operation record, not a message: `-k line:1`
+    would pin nothing. Said before anything runs, with the lines messages do start on."""
+    session = realdata / "claude-code" / "claude-reliability-python-to-rust-port.jsonl"
+    result = invoke(str(session), "--max-tokens", "2000", "-k", "line:1", "-o", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    assert "keep rule 'line:1' holds no message" in result.stderr, result.stderr
+    assert "messages start on lines 2, 3, 4, …" in result.stderr, result.stderr
+    assert list(tmp_path.iterdir()) == []
+    pinned = invoke(str(session), "--max-tokens", "2000", "-k", "line:1-2", "-o", str(tmp_path / "out.jsonl"))
+    assert pinned.exit_code == 0, pinned.stderr  # a range holding a message pins it
+
+
 def test_a_keep_range_reaching_past_the_end_still_pins_its_lines(tmp_path: Path) -> None:
     result = invoke(str(SESSION), "--max-tokens", "8000", "--keep", "line:349-400", "--report", str(tmp_path / "r.json"),
                     "-o", str(tmp_path / "out.jsonl"))
