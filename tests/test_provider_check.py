@@ -135,6 +135,14 @@ def test_a_content_part_that_is_not_an_object_is_named_in_the_problem() -> None:
     assert problem.message.endswith("content[1] is not a content part (an object with a type)")
 
 
+def test_a_malformed_result_is_its_own_problem_not_a_missing_one() -> None:
+    # The result is there, its content is not: "has no result" (and --repair, which would drop
+    # the call) was the wrong problem and the wrong fix.
+    messages = [assistant_calls(call("a", "x")), msg("tool", [1, 2], tool_call_id="a")]
+    problems = check_transcript(messages, "openai")
+    assert [p.code for p in problems] == ["invalid-shape"]
+
+
 def test_an_unknown_provider_is_a_config_error_with_a_suggestion() -> None:
     with pytest.raises(ConfigError, match="did you mean 'openai'"):
         check_transcript([U], "opnai")

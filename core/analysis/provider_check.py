@@ -259,7 +259,8 @@ def _chat_pairing(view: _View) -> None:
     for index, item in enumerate(view.items):
         role = item.get("role")
         if role == "tool":
-            if index in view.flagged:
+            if index in view.flagged:  # its shape is the problem: it still answers its call
+                waiting.pop(str(item.get("tool_call_id")), None)
                 continue
             call_id = str(item.get("tool_call_id"))
             if call_id in waiting:
