@@ -424,6 +424,10 @@ def test_a_record_lookup_is_recorded_with_the_ids_it_returned() -> None:
             "reservations OI5L9G, AQLBTL; loyalty voucher_0000, voucher_0001, voucher_0002, voucher_0003, "
             "voucher_0004, voucher_0005, voucher_0006, voucher_0007 (+22 more)") in text
     assert "Grep(gift_card) →" not in text  # a search's output is other files' text
+    from core.summarizers.facts import record_gist
+
+    crowded = {f"field_{n}": [f"id_{n}_{m:03d}" for m in range(8)] for n in range(4)}
+    assert record_gist(json.dumps(crowded)).endswith("; 16 more in other fields")  # 16 shown, none lost silently
 
 
 def test_a_traceback_is_recorded_by_the_exception_it_ended_with() -> None:

@@ -203,18 +203,18 @@ def _is_id_key(key: str) -> bool:
     return _is_record_id(key) and bool(_KEY_ID.search(key) or _CODE.fullmatch(key))
 
 
-def record_ids(text: str, known: Iterable[str] = ()) -> list[tuple[str, list[str], int]]:
+def record_ids(text: str, known: Iterable[str] = ()) -> tuple[list[tuple[str, list[str], int]], int]:
     """The ids a JSON record (a tool's object or array answer) holds, grouped by the top-level field
     that holds them ("" for a bare array or records keyed by id), in order: (field, the first
-    FIELD_IDS of them, how many more), at most RECORD_IDS in all. An agent passes them to its next
-    calls (the payment method, the reservation, the order). Those in ``known`` (what the call asked
-    for) are left out."""
+    FIELD_IDS of them, how many more), at most RECORD_IDS in all; and how many ids the fields past
+    that hold. An agent passes them to its next calls (the payment method, the reservation, the
+    order). Those in ``known`` (what the call asked for) are left out."""
     if len(text) > RECORD_SCAN_CHARS or text.lstrip()[:1] not in ("{", "["):
-        return []
+        return [], 0
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return []
+        return [], 0
     fields = list(value.items()) if isinstance(value, dict) else [("", value)] if isinstance(value, list) else []
     groups: dict[str, dict[str, None]] = {}
     for key, held in fields:
@@ -227,6 +227,7 @@ def record_ids(text: str, known: Iterable[str] = ()) -> list[tuple[str, list[str
     kept: list[tuple[str, list[str], int]] = []
     seen = set(known)
     room = RECORD_IDS
+    elsewhere = 0
     for key, ids in groups.items():
         fresh = [i for i in ids if i not in seen]
         seen.update(fresh)
@@ -234,15 +235,19 @@ def record_ids(text: str, known: Iterable[str] = ()) -> list[tuple[str, list[str
         if shown:
             kept.append((key, shown, len(fresh) - len(shown)))
             room -= len(shown)
-    return kept
+        else:
+            elsewhere += len(fresh)
+    return kept, elsewhere
 
 
 def record_gist(text: str, known: Iterable[str] = ()) -> str:
     """A JSON record's ids by the field that held them: "ids: user_id u_1; reservations AB12, CD34"
     (those in ``known``, what the call asked for, left out)."""
-    groups = record_ids(text, known)
+    groups, elsewhere = record_ids(text, known)
     said = "; ".join(f"{key} {', '.join(ids)}".strip() + (f" (+{more} more)" if more else "")
                      for key, ids, more in groups)
+    if said and elsewhere:
+        said += f"; {elsewhere} more in other fields"
     return f"ids: {said}" if said else ""
 
 
