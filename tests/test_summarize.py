@@ -19,6 +19,7 @@ from tests.helpers import (
     msg,
     read_messages,
     result,
+    run_core,
     shared_counter,
     write_messages,
 )
@@ -661,6 +662,38 @@ def test_an_older_file_never_takes_the_room_of_the_file_changed_last(tmp_path: P
     assert "w_notes" not in kept
     summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
     assert "working copies" not in summarized["detail"]
+
+
+def test_edits_among_the_newest_messages_cost_the_working_copy_no_room(tmp_path: Path) -> None:
+    # A real Claude Code session: the agent wrote a module long ago and has just edited it again and
+    # again. The edits are among the newest messages, which stay anyway; only the module's write
+    # needs the room, and it fits: it stays whole beside its edits (it went with the span before).
+    module = "".join(f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n\n"
+                     for i in range(30))
+    turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the module, then tune it.")]
+    turns += [assistant_calls(call("w_module", "Write", file_path="src/layers.py", content=module)), result("w_module", "ok")]
+    for i in range(30):
+        turns += [msg("assistant", f"Layer {i} renders; the mix is audible. " * 4),
+                  assistant_calls(call(f"b{i}", "Bash", command=f"python -m layers --layer {i}")),
+                  result(f"b{i}", f"layer {i}: " + " ".join(f"sample{i}_{j}" for j in range(60)))]
+    for i in range(8):
+        old = f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n"
+        turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/layers.py", old_string=old,
+                                       new_string=old.replace("mix(", "overlap(mix(") + "    # layered\n" * 12)),
+                  result(f"e{i}", "ok")]
+    turns.append(msg("user", "Now make the layers overlap."))
+    counted = run_core(turns, mode="unlimited").messages
+    copy = sum(m.tokens for m in counted[2:4]) + sum(m.tokens for m in counted[-17:-1])
+    assert copy > 0.4 * 4000  # the write and its edits together exceed the copies' room
+    done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
+    assert done.exit_code == 0, done.output
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["after"]["tokens"] <= 4000
+    kept = {call["id"]: json.loads(call["function"]["arguments"]) for m in read_messages(done.stdout)
+            for call in m.get("tool_calls") or []}
+    assert kept["w_module"]["content"] == module and {f"e{i}" for i in range(8)} <= set(kept)
+    summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
+    assert "kept the working copies in place (Write src/layers.py, " in summarized["detail"]
 
 
 def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_span(tmp_path: Path) -> None:

@@ -153,6 +153,23 @@ class Workspace:
                 return position + 1
         return 0
 
+    def recent_start(self, share: float) -> int:
+        """The first position of the newest messages that together take ``share`` of a token budget
+        (the length of the list when there is no token budget, or in a --full run)."""
+        limit = self.budget.token_limit
+        if self.full or limit is None or share <= 0:
+            return len(self.messages)
+        room = limit * share
+        used = 0
+        counted = self.structure.counted
+        for position in range(len(self.messages) - 1, -1, -1):
+            if not self.alive(position) or not counted[position]:
+                continue
+            used += self.messages[position].tokens
+            if used > room:
+                return position + 1
+        return 0
+
     def must_go(self, position: int) -> bool:
         """Rewriting this message is wasted: it must go for the run to reach the budget (unpinned)."""
         return position < self.must_go_before and not self.structure.pinned[position]

@@ -20,23 +20,6 @@ from core.messages import call_arguments, call_name, content_text, string_values
 from core.strategies.base import Param, StrategyInfo
 
 
-def recent_start(workspace: Workspace, share: float) -> int:
-    """The first position of the newest messages that together take ``share`` of a token budget."""
-    limit = workspace.budget.token_limit
-    if workspace.full or limit is None or share <= 0:
-        return len(workspace.messages)
-    room = limit * share
-    used = 0
-    structure = workspace.structure
-    for position in range(len(workspace.messages) - 1, -1, -1):
-        if not workspace.alive(position) or not structure.counted[position]:
-            continue
-        used += workspace.messages[position].tokens
-        if used > room:
-            return position + 1
-    return 0
-
-
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
     limit = workspace.budget.token_limit
@@ -60,7 +43,7 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
     messages = workspace.messages
     structure = workspace.structure
     results = [i for i, m in enumerate(messages) if m.role in ("tool", "function") and workspace.alive(i)]
-    protected_from = recent_start(workspace, keep_recent)
+    protected_from = workspace.recent_start(keep_recent)
     candidates = [
         position for position in results[: max(0, len(results) - keep_pairs)]
         if position < protected_from and not workspace.pinned(position) and not workspace.must_go(position)

@@ -214,13 +214,14 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
+def _working_copy(workspace: Workspace, memo: dict[int, Touches], share: float) -> set[int]:
     """The exchanges that hold the agent's working copies of the files it changed last: for each
     file, newest change first, its newest whole write (the content) and the edits after it, while
     they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files; a file only
     ever edited keeps its newest edits that fit; a file whose whole copy does not fit ends the list,
-    so an older file never takes the room of the one changed after it). A write older than the
-    file's newest whole write is stale and never kept."""
+    so an older file never takes the room of the one changed after it; exchanges among the newest
+    messages, which stay anyway, cost nothing). A write older than the file's newest whole write is
+    stale and never kept."""
     limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
     counted = workspace.structure.counted
     # Only before the current turn: the summary never needs to reach into it for a write, and
@@ -255,12 +256,15 @@ def _working_copy(workspace: Workspace, memo: dict[int, Touches]) -> set[int]:
     # keeps its newest edits that fit; edits without the content they change are not worth it.
     kept: set[int] = set()
     used = 0
+    # The newest messages stay whatever the span takes (the budget less the summary's and the copies'
+    # rooms): a copy's exchanges among them cost its room nothing.
+    newest = workspace.recent_start(1 - share - WORKING_COPY_SHARE)
     for path, exchanges in copies.items():
         taken: set[int] = set()
         cost = 0
         for exchange in exchanges:
             added = exchange - kept - taken
-            tokens = sum(workspace.messages[p].tokens for p in added if counted[p])
+            tokens = sum(workspace.messages[p].tokens for p in added if counted[p] and p < newest)
             if used + cost + tokens > limit:
                 if path in whole:
                     return kept  # the file worked on last does not fit: an older one must not take its room
@@ -374,7 +378,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
         # An earlier summary the new one takes the place of is counted in the live tokens already.
         reserve = room - _folded_tokens(workspace, first_previous)
-        kept = _working_copy(workspace, memo.files)
+        kept = _working_copy(workspace, memo.files, share)
         removable = _span_to_go(workspace, reserve, kept)
         current = workspace.structure.current_turn_start
         if kept and (not _reaches(workspace, removable, reserve) or current is not None and removable[-1:] > [current]):
