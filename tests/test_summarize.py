@@ -562,6 +562,16 @@ def test_a_file_read_again_counts_as_newest_in_the_file_lists(tmp_path: Path) ->
     assert listed.startswith("Files read: (and 9 earlier)") and listed.endswith("src/f0.py")
 
 
+def _command_runs(tool: str = "Bash") -> list[dict[str, Any]]:
+    """Thirty commands with their output and the assistant's words about each: a long stretch of work."""
+    turns: list[dict[str, Any]] = []
+    for i in range(30):
+        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
+                  assistant_calls(call(f"b{i}", tool, command=f"python export.py --case {i}")),
+                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    return turns
+
+
 def _working_file_session(content: str) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the export plan, then test the exporter.")]
     turns += [assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=content)),
@@ -643,15 +653,12 @@ def test_an_older_file_never_takes_the_room_of_the_file_changed_last(tmp_path: P
     turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Make the notebook, then the module.")]
     turns += [assistant_calls(call("w_notes", "Write", file_path="notebook.md", content=notes)), result("w_notes", "ok"),
               assistant_calls(call("w_module", "Write", file_path="src/layers.py", content=module)), result("w_module", "ok")]
-    for i in range(30):
-        turns += [msg("assistant", f"Layer {i} renders; the mix is audible. " * 4),
-                  assistant_calls(call(f"b{i}", "Bash", command=f"python -m layers --layer {i}")),
-                  result(f"b{i}", f"layer {i}: " + " ".join(f"sample{i}_{j}" for j in range(60)))]
-        if i < 8:  # the module's edits: with them its copy takes more than the room
-            old = f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n"
-            turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/layers.py", old_string=old,
-                                           new_string=old.replace("mix(", "overlap(mix(") + "    # layered\n" * 20)),
-                      result(f"e{i}", "ok")]
+    for i in range(8):  # the module's edits: with them its copy takes more than the room
+        old = f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n"
+        turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/layers.py", old_string=old,
+                                       new_string=old.replace("mix(", "overlap(mix(") + "    # layered\n" * 20)),
+                  result(f"e{i}", "ok")]
+    turns += _command_runs()
     turns.append(msg("user", "Now make the layers overlap."))
     done = invoke(str(write_messages(tmp_path / "t.jsonl", turns)), "--max-tokens", "4000", "--report", str(tmp_path / "r.json"))
     assert done.exit_code == 0, done.output
@@ -672,10 +679,7 @@ def test_edits_among_the_newest_messages_cost_the_working_copy_no_room(tmp_path:
                      for i in range(30))
     turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Write the module, then tune it.")]
     turns += [assistant_calls(call("w_module", "Write", file_path="src/layers.py", content=module)), result("w_module", "ok")]
-    for i in range(30):
-        turns += [msg("assistant", f"Layer {i} renders; the mix is audible. " * 4),
-                  assistant_calls(call(f"b{i}", "Bash", command=f"python -m layers --layer {i}")),
-                  result(f"b{i}", f"layer {i}: " + " ".join(f"sample{i}_{j}" for j in range(60)))]
+    turns += _command_runs()
     for i in range(8):
         old = f"def render_layer_{i}(embedding):\n    return mix(embedding[{i}], weight={i / 10})\n"
         turns += [assistant_calls(call(f"e{i}", "Edit", file_path="src/layers.py", old_string=old,
@@ -703,10 +707,7 @@ def test_a_write_rewritten_whole_in_the_current_turn_is_stale_and_goes_with_the_
     plan = "# Plan\n\n## Phase 2\n\n" + "".join(f"- implement `step_{i}` in export.py\n" for i in range(20))
     turns: list[dict[str, Any]] = [msg("system", "You are a coding agent."), msg("user", "Plan the exporter.")]
     turns += [assistant_calls(call("w0", "Write", file_path="docs/plan.md", content=plan_v1)), result("w0", "ok")]
-    for i in range(30):
-        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
-                  assistant_calls(call(f"b{i}", "Bash", command=f"python export.py --case {i}")),
-                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    turns += _command_runs()
     turns += [msg("user", "Now rewrite the plan."),
               assistant_calls(call("w1", "Write", file_path="docs/plan.md", content=plan)), result("w1", "ok")]
     report, kept = _summarized_at_4000(turns, tmp_path)
@@ -740,10 +741,7 @@ def test_a_file_a_codex_patch_adds_again_leaves_its_first_version_stale(tmp_path
     turns += [assistant_calls(call("p0", "apply_patch", input=_patch(("Add File: docs/plan.md", plan_v1)))), result("p0", "ok"),
               assistant_calls(call("d0", "apply_patch", input=_patch(("Delete File: docs/plan.md", "")))), result("d0", "ok"),
               assistant_calls(call("p1", "apply_patch", input=_patch(("Add File: docs/plan.md", plan)))), result("p1", "ok")]
-    for i in range(30):
-        turns += [msg("assistant", f"Case {i} exported its rows; the totals match the source. " * 4),
-                  assistant_calls(call(f"b{i}", "shell", command=f"python export.py --case {i}")),
-                  result(f"b{i}", f"case {i}: exported " + " ".join(f"row{i}_{j}" for j in range(60)))]
+    turns += _command_runs("shell")
     turns.append(msg("user", "Now implement phase 2 of the plan."))
     _, kept = _summarized_at_4000(turns, tmp_path)
     assert "p1" in kept and not {"p0", "d0"} & kept
