@@ -199,8 +199,9 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
     report_bytes = json_bytes(result.report)
     staged = StagedWrites()
     backup = ""
+    real = os.path.realpath(file) if in_place else ""
     # A file the run would write back byte for byte stays as it is: no rewrite, no backup of the same bytes.
-    unchanged = in_place and same_bytes(result.chunks(), os.path.realpath(file))
+    unchanged = in_place and same_bytes(result.chunks(), real)
     # Everything is staged, then renamed together: a failure or Ctrl-C leaves no output
     # (no report or --graph-out for a transcript that was never written, no backup without its rewrite).
     try:
@@ -208,13 +209,11 @@ def _write_outputs(result: Any, file: str, *, output: Path | None, in_place: boo
             staged.add(report, [report_bytes])
         if graph is not None:
             staged.add(*graph)
-        if unchanged:
-            pass
-        elif in_place:
-            real = os.path.realpath(file)
-            backup = free_backup_name(real)
-            staged.add(backup, backup_chunks(real), follow=False)  # a name the user never gave
-            staged.add(real, result.chunks())
+        if in_place:
+            if not unchanged:
+                backup = free_backup_name(real)
+                staged.add(backup, backup_chunks(real), follow=False)  # a name the user never gave
+                staged.add(real, result.chunks())
         elif output is not None:
             staged.add(output, result.chunks())
         else:

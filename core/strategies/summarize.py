@@ -371,7 +371,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         removable = _oldest_turns(workspace, turns or SEED_TURNS)
         if budget.trigger == MESSAGES and turns is None and not workspace.full:
             removable = _span_to_go(workspace, 0) or removable
-        room = max_tokens
+        room = reserve = max_tokens
     else:
         first_previous = memo.previous_summary(workspace, len(workspace.messages))
         previous_tokens = workspace.messages[first_previous].tokens if first_previous is not None else 0
@@ -396,7 +396,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     # The span left around the writes was too small for a summary to pay off (the writes are most
     # of what is old): the writes go like the rest.
     workspace.restart_step()
-    removable = _span_to_go(workspace, room - _folded_tokens(workspace, memo.previous_summary(workspace, len(workspace.messages))))
+    removable = _span_to_go(workspace, reserve)
     return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=True)
 
 

@@ -144,7 +144,8 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     lines = result.count("\n") + (not result.endswith("\n")) if result else 0
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
     # Files' text may quote errors: only a read or search whose output opens with one failed.
-    error = (opening_error_line(result) if quotes_files(call) else first_error_line(result)) if result else None
+    quoting = quotes_files(call)
+    error = (opening_error_line(result) if quoting else first_error_line(result)) if result else None
     if failed and not error:  # an error in words of its own ("no changes were necessary")
         error = next((ln.strip() for ln in result.splitlines() if ln.strip()), "") or "failed"
     if found is not None and found[0] == "read":
@@ -176,7 +177,7 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     target = path or next((_one_line(str(v), 60) for v in arguments.values() if isinstance(v, str) and v.strip()), "")
     if error:
         return ERROR, f"- {tool}({target}): {_one_line(error, SAY_CHARS)}"
-    gist = "" if quotes_files(call) else record_gist(result, string_values(arguments))  # the ids the next calls pass on
+    gist = "" if quoting else record_gist(result, string_values(arguments))  # the ids the next calls pass on
     if gist:
         return COMMAND, f"- {tool}({target}) → {gist}"
     return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
