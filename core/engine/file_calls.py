@@ -36,7 +36,7 @@ RANGE_ARGUMENTS = ("offset", "limit", "view_range", "start_line", "end_line", "l
 _SHELL_READERS = ("cat", "nl", "head", "tail", "sed", "bat", "less")
 _SHELL_WRAPPER = re.compile(r"\s*(?:/usr)?(?:/bin/)?(?:ba|z)?sh\s+-l?c\s")  # `/bin/bash -lc SCRIPT`
 _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh")
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.MULTILINE)
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTILINE)
 
 
 def _path(arguments: Mapping[str, Any], path_arg: str) -> str | None:
@@ -138,14 +138,25 @@ def patch_text(call: Mapping[str, Any]) -> str:
 
 def patch_files(call: Mapping[str, Any]) -> list[str]:
     """The files an apply_patch (or codex exec ``file_change``) call adds, updates or deletes, in order."""
+    return list(patch_changes(call))
+
+
+def patch_changes(call: Mapping[str, Any]) -> dict[str, bool]:
+    """The files an apply_patch (or codex exec ``file_change``) call touches, in order, each with
+    whether the call gives it whole: a patch's ``*** Add File`` (its content) or ``*** Delete File``.
+    A file_change lists paths only, no content: never whole."""
     name = call_name(call)
     if name == "file_change":
         changes = call_arguments(call).get("changes")
         listed = changes if isinstance(changes, list) else []
-        return list(dict.fromkeys(c["path"] for c in listed if isinstance(c, Mapping) and isinstance(c.get("path"), str)))
+        return dict.fromkeys((c["path"] for c in listed if isinstance(c, Mapping) and isinstance(c.get("path"), str)), False)
     if name != "apply_patch":
-        return []
-    return list(dict.fromkeys(path.strip() for path in _PATCH_FILE.findall(patch_text(call))))
+        return {}
+    files: dict[str, bool] = {}
+    for kind, found in _PATCH_FILE.findall(patch_text(call)):
+        path = found.strip()
+        files[path] = files.get(path, False) or kind != "Update"
+    return files
 
 
 def _range(arguments: Mapping[str, Any]) -> str:

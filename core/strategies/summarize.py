@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
-from core.engine.file_calls import classify, patch_files, patch_text
+from core.engine.file_calls import classify, patch_changes
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
 from core.io import jsonio
@@ -76,14 +76,10 @@ def _touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Tou
             if found is not None:
                 touched.append((found[0] == "read", found[1], found[0] == "write" and _whole_write(call)))
             # A patch may change several files; one it adds (or deletes) it gives whole.
-            created = {path.strip() for path in _WHOLE_PATCH.findall(patch_text(call))} if call_name(call) == "apply_patch" else set()
-            touched += [(False, path, path in created) for path in patch_files(call)]
+            touched += [(False, path, whole) for path, whole in patch_changes(call).items()]
         if memo is not None:
             memo[id(message)] = touched
     return touched
-
-
-_WHOLE_PATCH = re.compile(r"^\*\*\* (?:Add|Delete) File: (.+)$", re.MULTILINE)
 
 
 def _whole_write(call: Mapping[str, Any]) -> bool:
