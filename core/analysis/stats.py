@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine.file_calls import PATH_ARGUMENTS, classify
+from core.engine.file_calls import argument_path, classify
 from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
 from core.messages import Message, call_arguments, call_name, content_text, tool_calls
@@ -282,13 +282,8 @@ def _call_text(call: Any) -> str:
 
 
 def target_path(call: Any) -> str | None:
-    """The file a call targets: the first of path, file_path, filename, file that is a non-empty string."""
-    arguments = call_arguments(call)
-    for key in PATH_ARGUMENTS:
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    """The file a call targets: the first of path, file_path, filename, file, … that is a non-empty string."""
+    return argument_path(call_arguments(call))
 
 
 def _read_path(call: Any, read_tools: frozenset[str]) -> str | None:

@@ -39,7 +39,8 @@ _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/ba
 _PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+)$", re.MULTILINE)
 
 
-def _path(arguments: Mapping[str, Any], path_arg: str) -> str | None:
+def argument_path(arguments: Mapping[str, Any], path_arg: str = "path") -> str | None:
+    """The file a call's arguments name: ``path_arg``, then the names agents use (the first non-empty string)."""
     for key in (path_arg, *PATH_ARGUMENTS):
         value = arguments.get(key)
         if isinstance(value, str) and value:
@@ -104,18 +105,18 @@ def classify(call: Mapping[str, Any], path_arg: str = "path", only: str = "") ->
     if only:
         if name != only:
             return None
-        path = _path(arguments, path_arg)
+        path = argument_path(arguments, path_arg)
         return ("read", path, _range(arguments)) if path else None
     if name in READ_TOOLS:
-        path = _path(arguments, path_arg)
+        path = argument_path(arguments, path_arg)
         return ("read", path, _range(arguments)) if path else None
     if name in EDITOR_TOOLS:
-        path = _path(arguments, path_arg)
+        path = argument_path(arguments, path_arg)
         if not path:
             return None
         return ("read", path, _range(arguments)) if arguments.get("command") == "view" else ("write", path, "")
     if name in WRITE_TOOLS:
-        path = _path(arguments, path_arg)
+        path = argument_path(arguments, path_arg)
         if path is None:
             files = patch_files(call)
             path = files[0] if len(files) == 1 else None
