@@ -59,17 +59,17 @@ def _script(command: str) -> str:
     return words[2] if len(words) == 3 else command
 
 
-def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
-    command = arguments.get("command", arguments.get("cmd"))
+def _shell_words(command: Any) -> list[str]:
+    """The words of a command: a list as it is, or the script a list runs through ``bash -lc``; a
+    command line (its ``/bin/bash -lc`` wrapper already taken off) split, unless it is a pipeline."""
     if isinstance(command, list):
         words = [str(w) for w in command]
         if len(words) >= 3 and words[0] in _SHELLS and words[1] in ("-lc", "-c"):
-            command = words[2]
+            command = _script(words[2])
         else:
             return words
     if not isinstance(command, str):
         return []
-    command = _script(command)
     if any(sep in command for sep in ("|", ";", "&&", ">", "$(", "`")):
         return []  # a pipeline or several commands: not a plain read of one file
     try:
@@ -81,9 +81,11 @@ def _shell_words(arguments: Mapping[str, Any]) -> list[str]:
 def shell_read(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
     """(path, range) when a shell command only prints one file (``cat f``, ``sed -n 1,80p f``, ...)."""
     command = arguments.get("command", arguments.get("cmd"))
-    if isinstance(command, str) and not _script(command).lstrip().startswith(_SHELL_READERS):
-        return None  # not a reader: no need to split it (shlex is slow, and this runs on every command)
-    words = _shell_words(arguments)
+    if isinstance(command, str):
+        command = _script(command)
+        if not command.lstrip().startswith(_SHELL_READERS):
+            return None  # not a reader: no need to split it (shlex is slow, and this runs on every command)
+    words = _shell_words(command)
     if not words or words[0] not in _SHELL_READERS:
         return None
     files = [w for w in words[1:] if not w.startswith("-") and not re.fullmatch(r"[\d,]+p?|'.*'", w)]
