@@ -19,7 +19,6 @@ Everything but the timing is deterministic. See bench/README.md ("peer_summary.p
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import tempfile
@@ -34,6 +33,15 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's cli/core, not an install
 sys.path.insert(0, str(HERE))
 
 import orjson
+from peer_report import (
+    BASELINE_NAMES,
+    MULTIPLES,
+    PEER,
+    aggregate,
+    loss_map,
+    loss_markdown,
+    markdown,
+)
 from quality import (
     MIN_NEEDLES,
     clear_then_newest,
@@ -49,15 +57,12 @@ from quality import (
 )
 
 from core import formats
-from core.messages import Message, countable_text, is_summary, written_by_compact
+from core.messages import SUMMARY_MARKER, Message, countable_text, is_summary, starts_with_marker
 
 DATA = HERE.parent.parent / "shared" / "realdata" / "claude-code-compactions"
-MULTIPLES = (1, 2, 4)
-PEER = "claude-code-summary"
-BASELINES: dict[str, Callable[[Sequence[Message], int], list[Message]]] = {
-    "newest-that-fit": newest_that_fit,
-    "clear-3-then-newest": clear_then_newest,
-}
+BASELINES: dict[str, Callable[[Sequence[Message], int], list[Message]]] = dict(
+    zip(BASELINE_NAMES, (newest_that_fit, clear_then_newest), strict=True)
+)
 # Where a needle came from (quality.needle_sources' source), by who wrote it.
 SOURCE_KINDS = {
     "tool result": "tool output",
@@ -68,8 +73,6 @@ SOURCE_KINDS = {
     "system": "system",
     "other": "other",
 }
-AGE_BUCKETS = ((20, "0-19 back"), (50, "20-49 back"), (100, "50-99 back"), (200, "100-199 back"))
-OLDEST_BUCKET = "200+ back"
 # Identifier-like needle kinds: a line of nothing else is a bare list of names.
 IDENTIFIER_KINDS = {"path", "url", "dotted", "snake", "camel", "hex_id", "code", "number", "exception"}
 
@@ -190,22 +193,21 @@ def bare_line(line: str) -> bool:
     return len(words) >= 2 and all(is_identifier(w) for w in words)
 
 
-def bare_identifier_share(output: Sequence[Message]) -> float:
-    """The share of compact's own summary (its tokens) on lines that are bare lists of names."""
-    texts = [countable_text(m.data) for m in output if is_summary(m) and written_by_compact(m)]
+def summary_stats(output: Sequence[Message]) -> dict[str, float]:
+    """compact's own summary (not an earlier one of Claude Code's it kept): its share of the output's
+    tokens, and the share of its tokens on lines that are bare lists of names."""
+    texts = [countable_text(m.data) for m in output if starts_with_marker(m.data, SUMMARY_MARKER)]
     lines = [line for text in texts for line in text.splitlines() if line.strip()]
-    if not lines:
-        return 0.0
-    tokens = count([Message({"role": "user", "content": line}) for line in lines])
+    tokens = count([Message({"role": "user", "content": line}) for line in lines]) if lines else []
     bare = sum(t for t, line in zip(tokens, lines, strict=True) if bare_line(line))
-    return bare / (sum(tokens) or 1)
+    total = sum(count([m for m in output if starts_with_marker(m.data, SUMMARY_MARKER)]))
+    return {
+        "summary_share": total / (sum(count(output)) or 1),
+        "bare_identifier_share": bare / (sum(tokens) or 1),
+    }
 
 
 # -- one boundary -----------------------------------------------------------------------------
-
-
-def age_bucket(age: int) -> str:
-    return next((name for limit, name in AGE_BUCKETS if age < limit), OLDEST_BUCKET)
 
 
 def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[str, Any]:
@@ -230,7 +232,7 @@ def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[s
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - started
             row = score_output(output, needles, multiple * budget)
             if name == "compact":
-                row["bare_identifier_share"] = bare_identifier_share(output)
+                row.update(summary_stats(output))
             methods[f"{name} {multiple}×B"] = row
     return {
         "label": boundary.label,
@@ -285,158 +287,6 @@ def kept_by_one(
         mine = set(methods[f"compact {multiple}×B"]["kept"])
         found[str(multiple)] = {"peer_only": described(peer - mine), "compact_only": described(mine - peer)}
     return found
-
-
-# -- report -----------------------------------------------------------------------------------
-
-
-def method_names() -> list[str]:
-    return [PEER] + [f"{name} {m}×B" for m in MULTIPLES for name in ("compact", *BASELINES)]
-
-
-def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
-
-
-def aggregate(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One line per method: mean scores over the boundaries with enough needles, and how often it
-    beats Claude Code's summary."""
-    counted = [r for r in rows if r["needles"] >= MIN_NEEDLES]
-    table = []
-    peer = {key: mean([r["methods"][PEER][key] for r in counted]) for key in ("weighted", "last_component")}
-    for name in method_names():
-        mine = [r["methods"][name] for r in counted]
-        line: dict[str, Any] = {"method": name, "boundaries": len(mine)}
-        for key in ("weighted", "unweighted", "last_component"):
-            line[key] = mean([m[key] for m in mine])
-        for key in ("weighted", "last_component"):
-            line[f"{key}_x_peer"] = line[key] / peer[key] if peer[key] else float("nan")
-            line[f"{key}_beats_peer"] = sum(
-                1 for r in counted if r["methods"][name][key] > r["methods"][PEER][key]
-            )
-        line["budget_use"] = mean([m["budget_use"] for m in mine])
-        if name.startswith("compact"):
-            line["bare_identifier_share"] = mean([m["bare_identifier_share"] for m in mine])
-        table.append(line)
-    return table
-
-
-def tally(items: list[dict[str, Any]], key: Callable[[dict[str, Any]], str]) -> dict[str, list[int]]:
-    """{key: [needles, weight]} over ``items``."""
-    cells: dict[str, list[int]] = {}
-    for item in items:
-        cell = cells.setdefault(key(item), [0, 0])
-        cell[0] += 1
-        cell[1] += item["weight"]
-    return cells
-
-
-def by_weight(cells: dict[str, list[int]]) -> dict[str, list[int]]:
-    return dict(sorted(cells.items(), key=lambda kv: (-kv[1][1], kv[0])))
-
-
-def heaviest(items: list[dict[str, Any]], how_many: int = 8) -> list[str]:
-    """The needles of most weight over all boundaries."""
-    weights: dict[str, int] = {}
-    for item in items:
-        weights[item["needle"]] = weights.get(item["needle"], 0) + item["weight"]
-    return [n for n, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:how_many]]
-
-
-def loss_map(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per multiple: needles Claude Code kept and compact lost, by source and age, by needle kind,
-    the heaviest of each source; and, by kind, what compact kept and Claude Code lost."""
-    result: dict[str, dict[str, Any]] = {}
-    for multiple in MULTIPLES:
-        lost = [i for r in rows for i in r["kept_by_one"][str(multiple)]["peer_only"]]
-        won = [i for r in rows for i in r["kept_by_one"][str(multiple)]["compact_only"]]
-        sources = sorted({i["source"] for i in lost})
-        result[str(multiple)] = {
-            "by_source": dict(sorted(tally(lost, lambda i: f"{i['source']}, {age_bucket(i['age'])}").items())),
-            "by_kind": by_weight(tally(lost, lambda i: i["kind"])),
-            "examples": {s: heaviest([i for i in lost if i["source"] == s]) for s in sources},
-            "compact_only_by_kind": by_weight(tally(won, lambda i: i["kind"])),
-            "compact_only_examples": heaviest(won),
-        }
-    return result
-
-
-def pct(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.0%}"
-
-
-def markdown(table: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
-    out = [
-        (
-            "| method | budget | boundaries | weighted | unweighted | weighted, path = last component "
-            "| ×peer weighted | ×peer last component | beats peer (weighted / last component) "
-            "| budget use | bare-identifier share |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for line in table:
-        name, _, budget = line["method"].partition(" ")
-        bare = line.get("bare_identifier_share")
-        out.append(
-            f"| {name} | {budget or 'B'} | {line['boundaries']} | {pct(line['weighted'])} "
-            f"| {pct(line['unweighted'])} | {pct(line['last_component'])} "
-            f"| {line['weighted_x_peer']:.2f} | {line['last_component_x_peer']:.2f} "
-            f"| {line['weighted_beats_peer']} / {line['last_component_beats_peer']} "
-            f"| {line['budget_use']:.2f} | {'-' if bare is None else pct(bare)} |"
-        )
-    out += ["", "Per boundary, weighted (last component):", ""]
-    columns = [PEER] + [f"compact {m}×B" for m in MULTIPLES] + [f"newest-that-fit {MULTIPLES[0]}×B"]
-    out.append("| boundary | prefix msgs | prefix tokens | B | needles | " + " | ".join(columns) + " |")
-    out.append("|---|---|---|---|---|" + "---|" * len(columns))
-    for row in rows:
-        cells = [
-            f"{pct(row['methods'][c]['weighted'])} ({pct(row['methods'][c]['last_component'])})"
-            for c in columns
-        ]
-        out.append(
-            f"| {row['label']} | {row['prefix_messages']} | {row['prefix_tokens']} "
-            f"| {row['summary_tokens']} | {row['needles']} | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(out) + "\n"
-
-
-def loss_markdown(losses: dict[str, dict[str, Any]]) -> str:
-    buckets = [name for _, name in AGE_BUCKETS] + [OLDEST_BUCKET]
-    out = []
-    for multiple, loss in losses.items():
-        sources = sorted({key.split(", ")[0] for key in loss["by_source"]})
-        out += [
-            "",
-            (
-                f"Needles Claude Code's summary kept and compact {multiple}×B lost, by where the "
-                "newest prefix message holding each came from: needles (weight)"
-            ),
-            "",
-            "| source | " + " | ".join(buckets) + " | all |",
-            "|---|" + "---|" * (len(buckets) + 1),
-        ]
-        for source in sources:
-            cells = [loss["by_source"].get(f"{source}, {b}", [0, 0]) for b in buckets]
-            total = [sum(c[0] for c in cells), sum(c[1] for c in cells)]
-            out.append(
-                f"| {source} | " + " | ".join(f"{c[0]} ({c[1]})" for c in cells + [total]) + " |"
-            )
-        out += ["", f"By needle kind: {kind_list(loss['by_kind'])}.", ""]
-        for source, names in loss["examples"].items():
-            out.append(f"- {source}: " + examples(names))
-        out.append(
-            f"\nThe other way, kept by compact {multiple}×B and lost by Claude Code's summary: "
-            f"{kind_list(loss['compact_only_by_kind'])}; e.g. {examples(loss['compact_only_examples'])}"
-        )
-    return "\n".join(out) + "\n"
-
-
-def kind_list(cells: dict[str, list[int]]) -> str:
-    return "; ".join(f"{kind} {n} ({w})" for kind, (n, w) in cells.items()) or "none"
-
-
-def examples(names: list[str]) -> str:
-    return ", ".join(f"`{n[:60]}`" for n in names)
 
 
 # -- main -------------------------------------------------------------------------------------

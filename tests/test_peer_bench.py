@@ -58,6 +58,7 @@ def test_one_boundary_gets_every_row_and_the_slice_is_named(
             multiple = int(name.split()[1][0])
             assert row["tokens"] <= multiple * summary_tokens
             assert 0.0 <= row["bare_identifier_share"] <= 1.0
+            assert 0.0 < row["summary_share"] < 1.0
     assert methods["claude-code-summary"]["tokens"] == summary_tokens
     (skipped,) = report["skipped"]
     assert skipped["label"].startswith("e5_8c50537669_0_full#1") and "slice" in skipped["why"]
@@ -75,3 +76,11 @@ def test_two_runs_give_the_same_numbers(
     assert first.pop("timing") and second.pop("timing")
     assert first == second
     assert first_table == second_table
+
+
+def test_a_bare_list_of_names_is_told_from_a_line_a_model_can_act_on(peer) -> None:
+    assert peer.bare_line("Files read: cmd/cli/resume.go, cmd/cli/state.go")
+    assert peer.bare_line("- `CheckpointID`, `SessionID`, migrate_checkpoint")
+    assert not peer.bare_line("- read cmd/cli/state.go (54 lines): defines SessionState, WorktreeID")
+    assert not peer.bare_line("- assistant: The issue is in the `GetRewindPoints` function.")
+    assert not peer.bare_line("Files read: cmd/cli/resume.go")  # one name is a pointer, not a list
