@@ -169,4 +169,5 @@ def kind_list(cells: dict[str, list[int]]) -> str:
 
 
 def examples(names: list[str]) -> str:
-    return ", ".join(f"`{n[:60]}`" for n in names)
+    # a long path is told by its end
+    return ", ".join(f"`{n if len(n) <= 60 else '…' + n[-57:]}`" for n in names)
