@@ -171,3 +171,29 @@ def kind_list(cells: dict[str, list[int]]) -> str:
 def examples(names: list[str]) -> str:
     # a long path is told by its end
     return ", ".join(f"`{n if len(n) <= 60 else '…' + n[-57:]}`" for n in names)
+
+
+def boundary_losses(rows: list[dict[str, Any]], multiple: int = 1) -> str:
+    """Per boundary, at one multiple: what only Claude Code's summary kept (weight by source, and
+    the share from the newest 20 messages) and what only compact kept."""
+    sources = ["tool output", "agent's own writes", "user text", "earlier summary"]
+    out = [
+        "",
+        (f"Per boundary at {multiple}×B, weight of the needles only Claude Code's summary kept, by "
+        "source, and of those only compact kept:"),
+        "",
+        "| boundary | only the summary | " + " | ".join(sources) + " | from the newest 20 | only compact |",
+        "|---|---|" + "---|" * len(sources) + "---|---|",
+    ]
+    for row in rows:
+        kept = row["kept_by_one"][str(multiple)]
+        lost = kept["peer_only"]
+        weight = sum(i["weight"] for i in lost)
+        by_source = [sum(i["weight"] for i in lost if i["source"] == s) for s in sources]
+        recent = sum(i["weight"] for i in lost if i["age"] < AGE_BUCKETS[0][0])
+        out.append(
+            f"| {row['label']} | {len(lost)} ({weight}) | " + " | ".join(map(str, by_source))
+            + f" | {pct(recent / weight) if weight else '-'} "
+            + f"| {len(kept['compact_only'])} ({sum(i['weight'] for i in kept['compact_only'])}) |"
+        )
+    return "\n".join(out) + "\n"

@@ -39,6 +39,7 @@ from peer_report import (
     MULTIPLES,
     PEER,
     aggregate,
+    boundary_losses,
     loss_map,
     loss_markdown,
     markdown,
@@ -334,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     timing["all"] = time.perf_counter() - started
     table = aggregate(rows)
     losses = loss_map(rows)
-    report = markdown(table, rows) + loss_markdown(losses)
+    report = markdown(table, rows) + loss_markdown(losses) + boundary_losses(rows)
     few = [r["label"] for r in rows if r["needles"] < MIN_NEEDLES]
     report += f"\n{len(rows)} boundaries of {len({r['label'].split('#')[0] for r in rows})} logs measured"
     report += f" ({len(few)} with under {MIN_NEEDLES} needles left out of the means)" if few else ""
