@@ -214,7 +214,7 @@ def summary_stats(output: Sequence[Message]) -> dict[str, float]:
 
 
 def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[str, Any]:
-    """Every row of one boundary, and what the peer kept that compact lost."""
+    """Every row of one boundary, and the needles only the peer or only compact kept."""
     stem = boundary.label.replace("#", "-")
     prefix_path = work / f"{stem}-prefix.jsonl"
     prefix_path.write_bytes(b"\n".join(boundary.prefix_lines) + b"\n")
