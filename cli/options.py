@@ -53,7 +53,7 @@ ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="M
 EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic.", show_default="cl100k_base", rich_help_panel=COUNTING)]
 BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend.", show_default="auto", rich_help_panel=COUNTING)]
 CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic.", show_default="4.0", rich_help_panel=COUNTING)]
-FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count the chat framing tokens.", show_default="no-framing", rich_help_panel=COUNTING)]
+FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count framing tokens.", show_default="no-framing", rich_help_panel=COUNTING)]
 WarnOpt = Annotated[float | None, typer.Option("--warn-fraction", min=0.0, max=1.0, help="Warn the model at F (0-1) of the window.", rich_help_panel=STRATEGIES)]
 TurnsOpt = Annotated[int | None, typer.Option("--offload-turns", min=1, help="Turns per drop_turns pass.", show_default="2", rich_help_panel=STRATEGIES)]
 StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.", rich_help_panel=STRATEGIES)]
