@@ -21,7 +21,7 @@ if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
 import typer
 
 from cli.errors import ClickContext, ErrorBoundaryGroup, flush_stdout
-from cli.help import plain_help
+from cli.help import PanelledCommand, plain_help
 
 DEFAULT_COMMAND = "run"
 _PASSTHROUGH = {"--help", "-h", "--version", "--install-completion", "--show-completion"}
@@ -83,20 +83,28 @@ def _root(
 def _register() -> None:
     from cli import batch, cache, commands, graph, inspect, store
 
-    app.command(name="run", help=commands.RUN_HELP, no_args_is_help=True)(commands.run)
-    app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.")(
-        commands.count
-    )
-    app.command(name="stats", help=inspect.STATS_HELP, no_args_is_help=True)(inspect.stats)
-    app.command(name="diff", help=inspect.DIFF_HELP, no_args_is_help=True)(inspect.diff)
-    app.command(name="validate", help=inspect.VALIDATE_HELP, no_args_is_help=True)(inspect.validate)
-    config_app = typer.Typer(help="Print the effective configuration (defaults, then the config file, then flags) as JSON.", no_args_is_help=True)
-    config_app.command(name="show", help="Print the effective configuration as JSON.")(commands.config_show)
+    # Each short_help is the whole sentence `compact --help` lists; click would cut the long help's
+    # first sentence at about 45 characters, mid-phrase.
+    app.command(name="run", help=commands.RUN_HELP, short_help="Compact a transcript to a budget (`compact FILE` for short).",
+                no_args_is_help=True, cls=PanelledCommand)(commands.run)
+    app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.",
+                short_help="Count a transcript's tokens; compacts nothing.")(commands.count)
+    app.command(name="stats", help=inspect.STATS_HELP, short_help="Show where a transcript's tokens go.",
+                no_args_is_help=True)(inspect.stats)
+    app.command(name="diff", help=inspect.DIFF_HELP, short_help="Show what changed between two transcripts.",
+                no_args_is_help=True)(inspect.diff)
+    app.command(name="validate", help=inspect.VALIDATE_HELP, short_help="Check that a provider's API would accept a transcript.",
+                no_args_is_help=True)(inspect.validate)
+    config_app = typer.Typer(help="Print the effective configuration (defaults, then the config file, then flags) as JSON.",
+                             short_help="Print the effective configuration as JSON.", no_args_is_help=True)
+    config_app.command(name="show", help="Print the effective configuration as JSON.", cls=PanelledCommand)(commands.config_show)
     app.add_typer(config_app, name="config")
     app.add_typer(graph.graph_app, name="graph")
-    app.command(name="recall", help=store.RECALL_HELP)(store.recall)
+    app.command(name="recall", help=store.RECALL_HELP, short_help="Search the offload store, or print an offloaded message.")(
+        store.recall)
     app.add_typer(store.store_app, name="store")
-    app.command(name="batch", help=batch.BATCH_HELP, no_args_is_help=True)(batch.batch)
+    app.command(name="batch", help=batch.BATCH_HELP, short_help="Compact many transcripts into a folder that mirrors them.",
+                no_args_is_help=True, cls=PanelledCommand)(batch.batch)
     app.add_typer(cache.cache_app, name="cache")
 
 

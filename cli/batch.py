@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.help import BATCH, OUTPUT
 from cli.options import RunFlags, SettingsFlags, takes
 from core.errors import EXIT_CHECK_FAILED, EXIT_OVER_BUDGET, EXIT_SUMMARIZER_FAILED, ConfigError
 
@@ -36,18 +37,18 @@ FAILURES_SHOWN = 10
 
 
 InputsArg = Annotated[list[str], typer.Argument(metavar="INPUT", help="Transcript or dataset files, folders, or globs.", show_default=False)]
-OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the outputs (created if missing); never one of the inputs.", file_okay=False, show_default=False)]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Folder for the outputs (created if missing); never one of the inputs.", file_okay=False, show_default=False, rich_help_panel=OUTPUT)]
 MAX_JOBS = 4096  # far past any machine's cores; a process pool takes no more than a C int anyway
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, help=f"Processes (or Ray tasks) at once, at most {MAX_JOBS}; at most this many transcripts in memory. Default: every core (Ray: every CPU of the cluster).")]
-EngineOpt = Annotated[str, typer.Option("--engine", help="pool (a local process pool) or ray (Ray Data; pip install 'ray[data]').")]
-RayAddressOpt = Annotated[str | None, typer.Option("--ray-address", help="Ray cluster to join (auto, HOST:6379 or ray://HOST:10001); default: a local instance started for the run.")]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Compact every input again, even when its output is up to date.")]
-FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails (the running ones finish).")]
-ReportOpt = Annotated[str | None, typer.Option("--report", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).")]
-TableOpt = Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).")]
-TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows of the table (default 20; 0 shows all); the report always has every row.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write no output and no sidecar; the table and report say what a run would do.")]
+JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, help=f"Processes (or Ray tasks) at once, at most {MAX_JOBS}; at most this many transcripts in memory.", show_default="every core, or every CPU of the Ray cluster", rich_help_panel=BATCH)]
+EngineOpt = Annotated[str, typer.Option("--engine", metavar="|".join(ENGINES), help="pool (a local process pool) or ray (Ray Data; pip install 'ray[data]').", rich_help_panel=BATCH)]
+RayAddressOpt = Annotated[str | None, typer.Option("--ray-address", metavar="ADDRESS", help="Ray cluster to join: auto, HOST:6379 or ray://HOST:10001.", show_default="a local instance started for the run", rich_help_panel=BATCH)]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Compact every input again, even when its output is up to date.", rich_help_panel=OUTPUT)]
+FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the first input that fails (the running ones finish).", rich_help_panel=BATCH)]
+ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).", rich_help_panel=OUTPUT)]
+TableOpt = Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).", rich_help_panel=OUTPUT)]
+TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows of the table (0 shows all); the report always has every row.", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).", rich_help_panel=OUTPUT)]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write no output and no sidecar; the table and report say what a run would do.", rich_help_panel=OUTPUT)]
 
 
 @takes

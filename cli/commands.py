@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from cli.help import OUTPUT
 from cli.options import (
     FORMATS,  # noqa: F401 - the formats --from lists, for the tests that read them here
     CountingFlags,
@@ -25,7 +26,6 @@ from core.errors import EXIT_OVER_BUDGET, EXIT_SUMMARIZER_FAILED, CheckFailed, C
 
 RUN_HELP = """Compact a transcript to a budget and write it to stdout (or -o FILE).
 
-FILE is a transcript in any supported format (see --from); `-` reads stdin.
 Example: `compact session.jsonl --max-tokens 8000 > small.jsonl`.
 Exit codes: 0 done; 1 --check-for found what the provider would reject;
 2 bad usage or input; 3 still over budget with --strict; 4 written, but the
@@ -33,13 +33,13 @@ openai summarizer failed.
 The README documents every option at length.
 """
 
-FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript; `-` reads stdin.", show_default=False)]
-OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True)]
-InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.")]
-ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")]
-TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).")]
+FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript in any format --from names; `-` reads stdin.", show_default=False)]
+OutputOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Write to FILE (atomically); `-` is stdout.", dir_okay=False, allow_dash=True, rich_help_panel=OUTPUT)]
+InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keeping the first backup.", rich_help_panel=OUTPUT)]
+ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.", rich_help_panel=OUTPUT)]
+TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Table on stderr.", show_default="on a terminal", rich_help_panel=OUTPUT)]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).", rich_help_panel=OUTPUT)]
 
 
 @takes
@@ -245,7 +245,7 @@ def free_backup_name(path: str) -> str:
 def count(
     file: Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL); `-` reads stdin.", show_default=False)],
     context_window: WindowOpt = None,
-    output_format: Annotated[TableOrJson, typer.Option("--format", help="The usage table or one JSON document, on stdout.")] = TableOrJson.table,
+    output_format: Annotated[TableOrJson, typer.Option("--format", "-f", help="The usage table or one JSON document, on stdout.")] = TableOrJson.table,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Count around invalid lines instead of failing.")] = False,
     source_format: FromOpt = None,
     *,

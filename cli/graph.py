@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 graph_app = typer.Typer(
     help="Check, merge, import and render working-graph snapshots (JSON; see docs/graph.md).",
+    short_help="Check, merge, import and render working-graph snapshots.",
     no_args_is_help=True,
 )
 
@@ -61,8 +62,8 @@ MaxNodes = Annotated[
     typer.Option(
         "--max-nodes",
         min=0,
-        help=f"Node cap of the resulting graph [default: {DEFAULT_MAX_NODES}].",
-        show_default=False,
+        help="Node cap of the resulting graph.",
+        show_default=str(DEFAULT_MAX_NODES),
     ),
 ]
 MaxRelationships = Annotated[
@@ -70,8 +71,8 @@ MaxRelationships = Annotated[
     typer.Option(
         "--max-relationships",
         min=0,
-        help=f"Relationship cap of the resulting graph [default: {DEFAULT_MAX_RELATIONSHIPS}].",
-        show_default=False,
+        help="Relationship cap of the resulting graph.",
+        show_default=str(DEFAULT_MAX_RELATIONSHIPS),
     ),
 ]
 EvictOption = Annotated[
@@ -139,7 +140,7 @@ def _write_outputs(graph: Any, report: Any, output: Path | None, report_dest: st
     write_json(report.to_dict(), report_dest)
 
 
-@graph_app.command("validate")
+@graph_app.command("validate", short_help="Check snapshots; exit 1 when any is invalid.")
 def validate(
     files: Annotated[list[Path], _file("FILE", "Snapshot files to check.")],
     output_format: Annotated[
@@ -178,7 +179,7 @@ def validate(
     typer.echo(f"compact: {text}", err=True)
 
 
-@graph_app.command("merge")
+@graph_app.command("merge", short_help="Merge one snapshot into another, all or nothing.")
 def merge(
     base: Annotated[Path, _file("BASE", "The snapshot merged into.")],
     incoming: Annotated[
@@ -207,7 +208,7 @@ def merge(
     _produce(output, report, work)
 
 
-@graph_app.command("import")
+@graph_app.command("import", short_help="Validate and normalise a snapshot; report what it holds.")
 def import_(
     snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to import.")],
     max_nodes: MaxNodes = None,
@@ -223,7 +224,7 @@ def import_(
     _produce(output, report, lambda: import_snapshot_file(snapshot, caps=caps))
 
 
-@graph_app.command("render")
+@graph_app.command("render", short_help="Print the graph message a transcript would get.")
 def render(
     snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to render.")],
     max_nodes: Annotated[int, typer.Option("--max-nodes", min=0, help="Most nodes shown.")] = 64,
@@ -244,7 +245,7 @@ def render(
         int, typer.Option("--max-property-chars", min=0, help="Longest properties text per item.")
     ] = 200,
     marker: Annotated[
-        str, typer.Option("--marker", help="First words of the message.")
+        str, typer.Option("--marker", metavar="WORDS", help="First words of the message.")
     ] = DEFAULT_MARKER,
 ) -> None:
     """Print the graph message a transcript would get (nothing when the graph is empty)."""

@@ -53,7 +53,7 @@ FileArg = Annotated[str, typer.Argument(metavar="FILE", help="Transcript (JSONL)
 BeforeArg = Annotated[str, typer.Argument(metavar="BEFORE", help="The original transcript (JSONL); `-` reads stdin.", show_default=False)]
 AfterArg = Annotated[str, typer.Argument(metavar="AFTER", help="The changed transcript, e.g. compact's output.", show_default=False)]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows per table (tools, files, largest messages, rereads); 0 shows all.")]
-ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable; default: every read tool compact knows).", show_default=False)]
+ReadToolOpt = Annotated[list[str] | None, typer.Option("--read-tool", metavar="NAME", help="A tool whose calls read files (repeatable).", show_default="every read tool compact knows")]
 
 
 class Provider(StrEnum):
@@ -62,7 +62,7 @@ class Provider(StrEnum):
     responses = "responses"
 
 
-FormatOpt = Annotated[TableOrJson, typer.Option("--format", help="table (rich tables) or json (one document), on stdout.")]
+FormatOpt = Annotated[TableOrJson, typer.Option("--format", "-f", help="table (rich tables) or json (one document), on stdout.")]
 ProviderOpt = Annotated[Provider, typer.Option("--for", help="The API the transcript is meant for.", show_default=False)]
 
 

@@ -22,6 +22,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from cli.help import BUDGET, COUNTING, GRAPH, INPUT, OTHER, OUTPUT, STRATEGIES, SUMMARIZER
 from core.errors import ConfigError
 
 FORMATS = "openai, dataset, anthropic, claude-code, responses, codex, codex-exec, pi, gemini-stream, gemini-session, gemini-chat, sharegpt"  # = core.formats.names()
@@ -34,9 +35,9 @@ class TableOrJson(StrEnum):
 
 # -- the settings: defaults, then the config file, then these flags ---------------------------------
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False)]
-MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Compact until under N tokens.")]
-MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML or JSON config file; flags override it.", dir_okay=False, rich_help_panel=BUDGET)]
+MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", min=1, help="Compact until under N tokens.", rich_help_panel=BUDGET)]
+MaxMessagesOpt = Annotated[int | None, typer.Option("--max-messages", min=1, help="Compact until at most N messages.", rich_help_panel=BUDGET)]
 def _fraction(value: float | None) -> float | None:
     # A range check alone takes nan for a number over 1 ("less than or equal to 1").
     if value is not None and not 0 <= value <= 1:
@@ -44,49 +45,51 @@ def _fraction(value: float | None) -> float | None:
     return value
 
 
-MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", callback=_fraction, help="Compact until under F (0-1) of the window [0.8].")]
-WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none [128000].")]
-ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, claude-opus-5-5, …): sets window and encoder, and whether the current turn's thinking can stay.")]
-EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic [cl100k_base].")]
-BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend [auto].")]
-CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic [4.0].")]
-FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count the chat API's framing tokens.")]
-WarnOpt = Annotated[float | None, typer.Option("--warn-fraction", min=0.0, max=1.0, help="Append a context warning at F (0-1) of the window.")]
-TurnsOpt = Annotated[int | None, typer.Option("--offload-turns", min=1, help="Turns drop_turns removes per pass [2].")]
-StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.")]
-PresetOpt = Annotated[str | None, typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones) [default].")]
-KeepOpt = Annotated[list[str] | None, typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.")]
-StoreOpt = Annotated[str | None, typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).")]
+# An option whose default lives in the settings is declared None (a config file may set it): its
+# show_default says the default the settings give, so the help writes it as typer writes any other.
+MaxFractionOpt = Annotated[float | None, typer.Option("--max-fraction", callback=_fraction, help="Compact until under F (0-1) of the window.", show_default="0.8", rich_help_panel=BUDGET)]
+WindowOpt = Annotated[int | None, typer.Option("--context-window", min=1, help="Window when --model sets none.", show_default="128000", rich_help_panel=COUNTING)]
+ModelOpt = Annotated[str | None, typer.Option("--model", metavar="NAME", help="Model (gpt-4o, claude-opus-5-5, …): sets window and encoder, and whether the current turn's thinking can stay.", rich_help_panel=BUDGET)]
+EncoderOpt = Annotated[str | None, typer.Option("--encoder", metavar="NAME", help="tiktoken encoding, model, or heuristic.", show_default="cl100k_base", rich_help_panel=COUNTING)]
+BackendOpt = Annotated[str | None, typer.Option("--backend", metavar="auto|tiktoken|bpe", help="Tokenizer backend.", show_default="auto", rich_help_panel=COUNTING)]
+CharsOpt = Annotated[float | None, typer.Option("--chars-per-token", min=0.1, help="Ratio for --encoder heuristic.", show_default="4.0", rich_help_panel=COUNTING)]
+FramingOpt = Annotated[bool | None, typer.Option("--framing/--no-framing", help="Count framing tokens.", show_default="no-framing", rich_help_panel=COUNTING)]
+WarnOpt = Annotated[float | None, typer.Option("--warn-fraction", min=0.0, max=1.0, help="Warn the model at F (0-1) of the window.", rich_help_panel=STRATEGIES)]
+TurnsOpt = Annotated[int | None, typer.Option("--offload-turns", min=1, help="Turns per drop_turns pass.", show_default="2", rich_help_panel=STRATEGIES)]
+StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", metavar="NAME[:k=v,...]", help="Ordered strategy list; repeat.", rich_help_panel=STRATEGIES)]
+PresetOpt = Annotated[str | None, typer.Option("--preset", metavar="default|seed", help="Strategy list and rules: default, or seed (the original ones).", show_default="default", rich_help_panel=STRATEGIES)]
+KeepOpt = Annotated[list[str] | None, typer.Option("--keep", "-k", metavar="RULE", help="Pin: role:NAME, tool:NAME, match:REGEX, line:N, line:A-B.", rich_help_panel=STRATEGIES)]
+StoreOpt = Annotated[str | None, typer.Option("--store", metavar="PATH", envvar="COMPACT_STORE", help="SQLite offload store (enables offload, recall).", rich_help_panel=STRATEGIES)]
 ExistingStoreOpt = Annotated[str | None, typer.Option(
     "--store", metavar="PATH", envvar="COMPACT_STORE", show_envvar=True, show_default=False,
     help="The offload store (a SQLite file); never created by this command.")]
-SummarizerOpt = Annotated[str | None, typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed [extractive].")]
-SummarizerUrlOpt = Annotated[str | None, typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server, e.g. http://127.0.0.1:8080/v1.")]
-SummarizerModelOpt = Annotated[str | None, typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.")]
-ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", help="Variable holding the API key [OPENAI_API_KEY].")]
-SummaryPromptOpt = Annotated[str | None, typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.")]
-QualityRetryOpt = Annotated[bool | None, typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something [on].")]
-MaxLineOpt = Annotated[int | None, typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes [256 MiB].", show_default=False)]
+SummarizerOpt = Annotated[str | None, typer.Option("--summarizer", metavar="extractive|openai|none", help="Who summarizes what is removed.", show_default="extractive (none under --preset seed)", rich_help_panel=SUMMARIZER)]
+SummarizerUrlOpt = Annotated[str | None, typer.Option("--summarizer-url", metavar="URL", help="Chat-completions server: http://HOST/v1.", rich_help_panel=SUMMARIZER)]
+SummarizerModelOpt = Annotated[str | None, typer.Option("--summarizer-model", metavar="NAME", help="Model name sent to the server.", rich_help_panel=SUMMARIZER)]
+ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", metavar="NAME", help="API key variable.", show_default="OPENAI_API_KEY", rich_help_panel=SUMMARIZER)]
+SummaryPromptOpt = Annotated[str | None, typer.Option("--summary-prompt", metavar="FILE", help="Replace the summary system prompt.", rich_help_panel=SUMMARIZER)]
+QualityRetryOpt = Annotated[bool | None, typer.Option("--quality-retry/--no-quality-retry", help="Ask again when a summary misses something.", show_default="quality-retry", rich_help_panel=SUMMARIZER)]
+MaxLineOpt = Annotated[int | None, typer.Option("--max-line-bytes", metavar="N", help="Refuse a line over N bytes.", show_default="256 MiB", rich_help_panel=INPUT)]
 
 # -- how each input is run ---------------------------------------------------------------------------
 
-FromOpt = Annotated[str | None, typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.")]
-ToOpt = Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write in FORMAT [the input's].")]
-FullOpt = Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.")]
-UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")]
-RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa; write one-id tool_call_ids as tool_call_id.")]
-SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")]
-CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")]
-GraphOpt = Annotated[Path | None, typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False)]
-GraphMergeOpt = Annotated[Path | None, typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False)]
-MergePolicyOpt = Annotated[str, typer.Option("--merge-policy", metavar="keep_existing|prefer_incoming|merge", help="On an id conflict.")]
-MergeWeightsOpt = Annotated[str, typer.Option("--merge-weights", metavar="incoming|max|sum", help="How weights combine.")]
-GraphOutOpt = Annotated[Path | None, typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False)]
-GraphNodesOpt = Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes shown.")]
-GraphRelsOpt = Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships shown.")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+FromOpt = Annotated[str | None, typer.Option("--from", metavar="FORMAT", help=f"Read FILE as FORMAT instead of detecting it: {FORMATS}.", rich_help_panel=INPUT)]
+ToOpt = Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write in FORMAT.", show_default="the input's", rich_help_panel=OUTPUT)]
+FullOpt = Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.", rich_help_panel=STRATEGIES)]
+UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.", rich_help_panel=STRATEGIES)]
+RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa; write one-id tool_call_ids as tool_call_id.", rich_help_panel=INPUT)]
+SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.", rich_help_panel=INPUT)]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.", rich_help_panel=COUNTING)]
+CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.", rich_help_panel=OUTPUT)]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.", rich_help_panel=OUTPUT)]
+GraphOpt = Annotated[Path | None, typer.Option("--graph", metavar="SNAPSHOT", help="Working graph to render in.", dir_okay=False, rich_help_panel=GRAPH)]
+GraphMergeOpt = Annotated[Path | None, typer.Option("--graph-merge", metavar="DELTA", help="Merge DELTA into --graph first.", dir_okay=False, rich_help_panel=GRAPH)]
+MergePolicyOpt = Annotated[str, typer.Option("--merge-policy", metavar="keep_existing|prefer_incoming|merge", help="On an id conflict.", rich_help_panel=GRAPH)]
+MergeWeightsOpt = Annotated[str, typer.Option("--merge-weights", metavar="incoming|max|sum", help="How weights combine.", rich_help_panel=GRAPH)]
+GraphOutOpt = Annotated[Path | None, typer.Option("--graph-out", help="Write the resulting graph.", dir_okay=False, rich_help_panel=GRAPH)]
+GraphNodesOpt = Annotated[int, typer.Option("--graph-max-nodes", min=0, help="Most nodes shown.", rich_help_panel=GRAPH)]
+GraphRelsOpt = Annotated[int, typer.Option("--graph-max-relationships", min=0, help="Most relationships shown.", rich_help_panel=GRAPH)]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.", rich_help_panel=OTHER)]
 
 
 @dataclass(frozen=True)
@@ -225,9 +228,12 @@ def takes(command: F) -> F:
         fields = typing.get_type_hints(kind, include_extras=True)
         params.extend(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
                                         annotation=fields[f.name]) for f in dataclasses.fields(kind))
-    # Required parameters (the arguments, --out) first; every other one is keyword-only, in declared order.
+    # Required parameters (the arguments, --out) first, then the command's own options (-o, --report), then
+    # its groups': each keyword-only, in declared order. The help lists them in this order.
+    spread = {f.name for kind in groups.values() for f in dataclasses.fields(kind)}
     required = [p for p in params if p.default is inspect.Parameter.empty]
-    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params if p.default is not inspect.Parameter.empty]
+    optional = sorted((p for p in params if p.default is not inspect.Parameter.empty), key=lambda p: p.name in spread)
+    rest = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in optional]
 
     @functools.wraps(command)
     def run(**values: Any) -> Any:

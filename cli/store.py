@@ -31,6 +31,7 @@ Exit codes: 0 found; 1 nothing found; 2 bad usage, or no store at --store.
 
 store_app = typer.Typer(
     help="Inspect the offload store (one SQLite file; see `compact recall`).",
+    short_help="Inspect the offload store.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -126,7 +127,7 @@ def _hit_block(hit: RecallHit) -> str:
     return f"{head}\n    {snippet}"
 
 
-@store_app.command("stats")
+@store_app.command("stats", short_help="Show what the offload store holds.")
 def stats(store: StoreOpt = None, output_format: FormatOpt = Format.text) -> None:
     """Show what the store holds: messages, sources, sizes, dates, cached summaries."""
     with _open(store) as opened:

@@ -108,3 +108,93 @@ def test_the_layout_map_matches_the_tree() -> None:
     assert folders and all(f"`core/{name}/" in layout for name in folders), folders
     flat = [p for p in (ROOT / "core").glob("*.py") if p.name != "__init__.py"]
     assert len(flat) <= 10  # the folders, not a flat list, show the architecture
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_readme_example_run_prints_the_prompt_cache_figure_the_readme_shows(tmp_path: object) -> None:
+    """The figures under "What a run looks like" are what its command prints, not retyped ones."""
+    import shlex
+    from pathlib import Path
+
+    from tests.helpers import invoke
+
+    section = (ROOT / "README.md").read_text().split("## What a run looks like\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```\n(.*?)\n```", section, re.DOTALL)
+    command = shlex.split(blocks[0].removeprefix("$ "))
+    shown = _normalized(next(block for block in blocks if block.startswith("prompt cache:")))
+    assert command[0] == "compact" and "-o" in command and "--table" in command
+    args = command[1:]
+    args[args.index("-o") + 1] = str(Path(str(tmp_path)) / "small.jsonl")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    printed = re.search(r"prompt cache: .*? processed anew", _normalized(result.stderr))
+    assert printed is not None, result.stderr
+    assert printed.group(0) == shown
+
+
+def test_the_readme_first_commands_leave_nothing_in_the_checkout() -> None:
+    """The install-and-run command and the example run write outside the checkout (CI: into its scratch folder)."""
+    from pathlib import Path
+
+    readme = (ROOT / "README.md").read_text()
+    install = fenced_after("Install and run", readme)
+    example = fenced_after("What a run looks like", readme)
+    targets = [install.rsplit(" > ", 1)[1], example.split(" -o ", 1)[1].split()[0]]
+    for target in map(Path, targets):
+        assert target.is_absolute() and not target.resolve().is_relative_to(ROOT), target
+
+
+def _sample_rows() -> dict[str, str]:
+    """The rows of sample_transcripts/README.md's table, by file name."""
+    text = (ROOT / "sample_transcripts" / "README.md").read_text()
+    return {match.group(1): match.group(0) for match in re.finditer(r"^\| `([\w/.]+)` \|.*$", text, re.MULTILINE)}
+
+
+def test_the_sample_table_gives_the_counts_compact_count_reports() -> None:
+    import json
+
+    from tests.helpers import invoke
+
+    rows = _sample_rows()
+    assert len(rows) >= 10
+    counted = 0
+    for name, row in rows.items():
+        messages, tokens = (cell.strip().replace(",", "") for cell in row.split("|")[2:4])
+        if not tokens.isdigit():
+            continue  # a file that fails to read has no count
+        result = invoke("count", str(ROOT / "sample_transcripts" / name), "--format", "json")
+        assert result.exit_code == 0, result.output
+        before = json.loads(result.stdout)["before"]
+        assert (before["messages"], before["tokens"]) == (int(messages), int(tokens)), name
+        counted += 1
+    assert counted >= 5
+
+
+def shape(jsonl: str) -> str:
+    import json
+
+    return " ".join(json.loads(line)["role"][0].upper() for line in jsonl.splitlines() if line.strip())
+
+
+def test_the_seed_example_gives_the_shapes_the_sample_readme_names() -> None:
+    """`S A U S` is the seed's rules (--preset seed); the default preset keeps the first request."""
+    import shlex
+
+    from tests.helpers import invoke
+
+    row = _sample_rows()["seed_example.jsonl"]
+    (command,) = re.findall(r"`(compact [^`]*)`", row)
+    given, seeded, default = re.findall(r"`([SUAT](?: [SUAT])+)`", row)
+    args = shlex.split(command)[1:]
+    assert shape((ROOT / args[0]).read_text()) == given
+    assert "--preset seed" in command
+    result = invoke(str(ROOT / args[0]), *args[1:])
+    assert result.exit_code == 0, result.output
+    assert shape(result.stdout) == seeded
+    without = shlex.split(command.replace(" --preset seed", ""))[1:]
+    result = invoke(str(ROOT / without[0]), *without[1:])
+    assert result.exit_code == 0, result.output
+    assert shape(result.stdout) == default
