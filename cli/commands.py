@@ -135,6 +135,21 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
     if graph_out is not None and names_stdout(graph_out) and (report == "-" or output is None and not in_place):
         raise ConfigError("--graph-out names stdout, where the transcript or the report already goes",
                           fix="write the graph, the transcript or the report to a file")
+    written: list[tuple[str, Any]] = [("--report", report)]
+    if not dry_run:  # (a dry run writes only its report)
+        written += [("--output", output), ("--graph-out", graph_out), ("--in-place", file if in_place else None)]
+    _check_writable(written)
+
+
+def _check_writable(targets: Iterable[tuple[str, Any]]) -> None:
+    """Each file the run will write can be written: found only when writing, a report into a folder
+    failed the run after the transcript had gone to stdout."""
+    from cli.output import check_output_target
+    from core.io.staged import names_stdout
+
+    for option, path in targets:
+        if path is not None and not names_stdout(path):
+            check_output_target(option, path)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -32,6 +33,36 @@ def write_json(document: Any, target: str | None) -> None:
     from core.io.staged import atomic_write_bytes
 
     atomic_write_bytes(target, json_bytes(document))
+
+
+def check_output_target(option: str, path: str | os.PathLike[str]) -> None:
+    """Refuse, before anything runs, an output path ``option`` names that cannot be written: a folder,
+    a path in a missing or read-only folder, a path under a file. Found only when writing, such a
+    target failed the run after the transcript had gone to stdout."""
+    from core.errors import OutputError
+    from core.io.staged import open_descriptor
+
+    if open_descriptor(path) is not None:
+        return  # a stream (/dev/stdout, /dev/fd/3): written as it stands
+    problem = _unwritable(option, Path(os.path.realpath(path)), str(path))
+    if problem is not None:
+        raise OutputError(f"cannot write: {problem[0]}", path=str(path), fix=problem[1])
+
+
+def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None:
+    """Why ``target`` cannot be written, and the fix; None when it can."""
+    if target.is_dir():
+        return f"{option} names a folder, not a file", f"give {option} a file name, e.g. {given}/report.json"
+    if target.exists() and not target.is_file():  # a FIFO or a device: written directly, not renamed over
+        return None if os.access(target, os.W_OK) else ("permission denied", f"give {option} a file you can write")
+    blocking = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return f"{blocking} is a file, not a folder", f"give {option} a path inside a folder"
+    if not target.parent.is_dir():
+        return f"the folder {target.parent} does not exist", f"create it, or give {option} another path"
+    if not os.access(target.parent, os.W_OK | os.X_OK):  # (a file is staged beside its target, then renamed)
+        return f"the folder {target.parent} is not writable", f"give {option} a path in a folder you can write"
+    return None
 
 
 def warn_unwritable_store(store: str | None) -> None:

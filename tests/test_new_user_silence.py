@@ -48,3 +48,71 @@ def test_a_tool_rule_on_a_transcript_without_tool_calls_says_so(tmp_path: Path) 
 def test_a_tool_rule_that_pins_a_call_still_runs(tmp_path: Path) -> None:
     result = invoke(str(SESSION), "--max-tokens", "8000", "-k", "tool:read_file", "-o", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 0, result.output
+
+
+# -- item 3: an output compact cannot write is refused before anything is written ------
+
+
+def _unusable(tmp_path: Path, kind: str) -> Path:
+    """A path no report can be written to: a folder, a path in a missing folder, a path under a file."""
+    if kind == "a folder":
+        (tmp_path / "reports").mkdir()
+        return tmp_path / "reports"
+    if kind == "a missing folder":
+        return tmp_path / "missing" / "r.json"
+    (tmp_path / "plain").write_text("x")
+    return tmp_path / "plain" / "r.json"
+
+
+@pytest.mark.parametrize("kind", ["a folder", "a missing folder", "under a file"])
+def test_a_report_compact_cannot_write_fails_before_the_transcript_reaches_stdout(kind: str, tmp_path: Path) -> None:
+    """`--report DIR` wrote the whole transcript to stdout, then failed (exit 2): the README promises
+    a failed run writes nothing."""
+    target = _unusable(tmp_path, kind)
+    result = invoke(str(SESSION), "--max-tokens", "3000", "--report", str(target))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"compact: error: {target}: cannot write: "), result.stderr
+    assert "--report" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_a_report_into_a_folder_leaves_the_other_outputs_unwritten(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(SESSION.read_bytes())
+    target = _unusable(tmp_path, "a folder")
+    for outputs in (["-o", str(tmp_path / "out.jsonl")], ["--in-place"]):
+        result = invoke(str(source), "--max-tokens", "3000", "--report", str(target), "--store",
+                        str(tmp_path / "s.sqlite"), *outputs)
+        assert result.exit_code == 2, result.output
+        assert "names a folder" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "reports"]  # no output, store nor backup
+    assert source.read_bytes() == SESSION.read_bytes()
+
+
+def test_an_output_in_a_missing_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    """Refused up front, not after the compaction's work: the store it names is not created either."""
+    target = tmp_path / "missing" / "out.jsonl"
+    result = invoke(str(SESSION), "--max-tokens", "3000", "-o", str(target), "--store", str(tmp_path / "s.sqlite"))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"compact: error: {target}: cannot write: "), result.stderr
+    assert "the folder" in result.stderr and "does not exist" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_dry_run_report_into_a_folder_prints_no_plan(tmp_path: Path) -> None:
+    target = _unusable(tmp_path, "a folder")
+    result = invoke(str(SESSION), "--max-tokens", "3000", "--dry-run", "--report", str(target))
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert "names a folder" in result.stderr
+
+
+def test_a_batch_report_into_a_folder_fails_before_any_input_is_compacted(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "short.jsonl").write_bytes((SAMPLES / "short_chat.jsonl").read_bytes())
+    target = _unusable(tmp_path, "a folder")
+    result = invoke("batch", str(folder), "--out", str(tmp_path / "out"), "--max-tokens", "3000", "--jobs", "1",
+                    "--report", str(target))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"compact: error: {target}: cannot write: "), result.stderr
+    assert not (tmp_path / "out").exists()
