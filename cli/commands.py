@@ -39,7 +39,7 @@ InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keep
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")]
 TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress, no warning line (errors still show).")]
 
 
 @takes
@@ -194,6 +194,17 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
         print_table(result.report, console, compacted=compacted)
     elif not quiet:
         _warn_strategy_errors(result.report)
+        _warn_shortfall(result)
+
+
+def _warn_shortfall(result: Any) -> None:
+    """Without the table, a missed budget, kept invalid lines or kept orphans are one line on stderr:
+    a script or CI that never draws the table would not notice them otherwise."""
+    from cli.output import dataset_warning, run_warning
+
+    warning = dataset_warning(result.dataset) if result.compression is None else run_warning(result.report)
+    if warning:
+        sys.stderr.write(f"compact: warning: {warning}\n")
 
 
 def _warn_strategy_errors(report: dict[str, Any]) -> None:

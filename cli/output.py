@@ -65,6 +65,56 @@ def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None
     return None
 
 
+LINES_SHOWN = 10  # line numbers a warning lists before "…"
+
+
+def line_list(lines: list[int]) -> str:
+    return ", ".join(str(n) for n in lines[:LINES_SHOWN]) + (", …" if len(lines) > LINES_SHOWN else "")
+
+
+def kept_orphans(report: dict[str, Any]) -> tuple[list[int], list[int], str]:
+    """The lines of the input's orphan results and calls the output still has (not removed by --repair
+    nor by a strategy), and what --repair does about them."""
+    removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
+    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
+    orphans = report["orphans"]
+    results = [n for n in orphans["results"] if n not in removed]
+    calls = [c["line"] for c in orphans["calls"] if c["line"] not in removed]
+    return results, calls, "pinned, so --repair kept them" if ran_repair else "--repair drops them"
+
+
+def run_warning(report: dict[str, Any]) -> str:
+    """What a transcript's run fell short of, for one line without the table ("" when nothing):
+    the budget missed, invalid lines kept as they were, orphan calls or results kept."""
+    parts = []
+    if report["over_budget"]:
+        budget, after = report["budget"], report["after"]
+        floor = budget["floor"]["messages" if budget["unit"] == "messages" else "tokens"]
+        parts.append(f"the budget ({budget['description']}) was not reached: {after['tokens']:,} tokens, "
+                     f"{after['messages']:,} messages after compaction, pinned messages alone need "
+                     f"{floor:,} {budget['unit']}")
+    parts += _skipped_part(report["skipped_lines"])
+    results, calls, fix = kept_orphans(report)
+    if calls:
+        parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
+    if results:
+        parts.append(f"{len(results):,} tool result(s) without their call kept (line {line_list(results)}, {fix})")
+    return "; ".join(parts)
+
+
+def dataset_warning(dataset: Any) -> str:
+    """A dataset's run: the conversations still over budget and the invalid lines kept ("" when none)."""
+    over = [row.line for row in dataset.rows if row.over_budget]
+    parts = [f"{len(over):,} of {dataset.conversations:,} conversation(s) still over budget (line {line_list(over)})"
+             ] if over else []
+    return "; ".join(parts + _skipped_part(dataset.skipped_lines))
+
+
+def _skipped_part(skipped: list[dict[str, Any]]) -> list[str]:
+    lines = [entry["line"] for entry in skipped]
+    return [f"{len(lines):,} invalid line(s) kept as they were (line {line_list(lines)})"] if lines else []
+
+
 def warn_unwritable_store(store: str | None) -> None:
     """A dry run only reads the store: say so when the real run could not write it."""
     from core.store import write_problem
