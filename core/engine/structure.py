@@ -103,11 +103,9 @@ def check_tool_rules(messages: Sequence[Message], rules: Sequence[KeepRule], pat
     for rule in rules:
         if rule.kind != "tool" or kept_lines(messages, [rule]):
             continue
-        counts: dict[str, int] = {}
-        for message in messages:
-            for call in tool_calls(message.data):
-                if call_name(call):
-                    counts[call_name(call)] = counts.get(call_name(call), 0) + 1
+        from collections import Counter
+
+        counts = Counter(call_name(c) for m in messages for c in tool_calls(m.data) if call_name(c))
         if not counts:
             raise ConfigError(f"keep rule {str(rule)!r} pins nothing: the transcript has no tool calls", path=path,
                               fix="leave the rule out")
