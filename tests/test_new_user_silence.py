@@ -210,3 +210,13 @@ def test_the_readme_shows_the_warning_line_a_run_prints(tmp_path: Path, monkeypa
     result = invoke(str(SESSION), "--max-tokens", "50", "-o", "small.jsonl")
     assert result.exit_code == 0, result.output
     assert result.stderr == shown + "\n"
+
+
+def test_a_graph_report_into_a_folder_fails_before_the_snapshot_reaches_stdout(tmp_path: Path) -> None:
+    snapshot = tmp_path / "g.json"
+    snapshot.write_text('{"nodes": [{"id": "a"}], "relationships": []}')
+    target = _unusable(tmp_path, "a folder")
+    result = invoke("graph", "import", str(snapshot), "--report", str(target))
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"compact: error: {target}: cannot write: --report names a folder")
