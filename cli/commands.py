@@ -39,7 +39,7 @@ InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keep
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.")]
 TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Usage table on stderr [on a terminal].")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress, no warning line (errors still show).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress or warning line.")]
 
 
 @takes
