@@ -79,6 +79,10 @@ def batch(
 
     if report is not None and names_stdout(report):
         report = "-"  # the report on stdout, the table then on stderr
+    if report not in (None, "-"):  # before any input is compacted, not once they all are
+        from cli.output import check_output_target
+
+        check_output_target("--report", report)
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_settings(config)

@@ -39,7 +39,7 @@ InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keep
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.", rich_help_panel=OUTPUT)]
 TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Table on stderr.", show_default="on a terminal", rich_help_panel=OUTPUT)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.", rich_help_panel=OUTPUT)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, no progress (errors still show).", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress or warning line.", rich_help_panel=OUTPUT)]
 
 
 @takes
@@ -135,6 +135,21 @@ def _check_destinations(file: str, output: Path | None, in_place: bool, report: 
     if graph_out is not None and names_stdout(graph_out) and (report == "-" or output is None and not in_place):
         raise ConfigError("--graph-out names stdout, where the transcript or the report already goes",
                           fix="write the graph, the transcript or the report to a file")
+    written: list[tuple[str, Any]] = [("--report", report)]
+    if not dry_run:  # (a dry run writes only its report)
+        written += [("--output", output), ("--graph-out", graph_out), ("--in-place", file if in_place else None)]
+    _check_writable(written)
+
+
+def _check_writable(targets: Iterable[tuple[str, Any]]) -> None:
+    """Each file the run will write can be written: found only when writing, a report into a folder
+    failed the run after the transcript had gone to stdout."""
+    from cli.output import check_output_target
+    from core.io.staged import names_stdout
+
+    for option, path in targets:
+        if path is not None and not names_stdout(path):
+            check_output_target(option, path)
 
 
 @contextlib.contextmanager
@@ -179,6 +194,17 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
         print_table(result.report, console, compacted=compacted)
     elif not quiet:
         _warn_strategy_errors(result.report)
+        _warn_shortfall(result)
+
+
+def _warn_shortfall(result: Any) -> None:
+    """Without the table, a missed budget, kept invalid lines or kept orphans are one line on stderr:
+    a script or CI that never draws the table would not notice them otherwise."""
+    from cli.output import dataset_warning, run_warning
+
+    warning = dataset_warning(result.dataset) if result.compression is None else run_warning(result.report)
+    if warning:
+        sys.stderr.write(f"compact: warning: {warning}\n")
 
 
 def _warn_strategy_errors(report: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.output import print_json, write_json
+from cli.output import check_output_target, print_json, write_json
 from core.errors import CheckFailed, InputError
 from core.graph.options import (
     DEFAULT_MARKER,
@@ -120,6 +120,9 @@ def _produce(output: Path | None, report: str | None, work: Callable[[], tuple[A
             "--report - needs -o: the snapshot already goes to stdout",
             fix="pass -o FILE for the snapshot, or --report FILE",
         )
+    for option, path in (("--output", output), ("--report", report)):
+        if path not in (None, "-"):  # (a folder found only when writing failed after stdout had the snapshot)
+            check_output_target(option, path)
     graph, result = work()
     _write_outputs(graph, result, output, report)
 

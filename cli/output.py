@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 
@@ -32,6 +33,86 @@ def write_json(document: Any, target: str | None) -> None:
     from core.io.staged import atomic_write_bytes
 
     atomic_write_bytes(target, json_bytes(document))
+
+
+def check_output_target(option: str, path: str | os.PathLike[str]) -> None:
+    """Refuse, before anything runs, an output path ``option`` names that cannot be written: a folder,
+    a path in a missing or read-only folder, a path under a file. Found only when writing, such a
+    target failed the run after the transcript had gone to stdout."""
+    from core.errors import OutputError
+    from core.io.staged import open_descriptor
+
+    if open_descriptor(path) is not None:
+        return  # a stream (/dev/stdout, /dev/fd/3): written as it stands
+    problem = _unwritable(option, Path(os.path.realpath(path)), str(path))
+    if problem is not None:
+        raise OutputError(f"cannot write: {problem[0]}", path=str(path), fix=problem[1])
+
+
+def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None:
+    """Why ``target`` cannot be written, and the fix; None when it can."""
+    if target.is_dir():
+        return f"{option} names a folder, not a file", f"give {option} a file name, e.g. {given}/report.json"
+    if target.exists() and not target.is_file():  # a FIFO or a device: written directly, not renamed over
+        return None if os.access(target, os.W_OK) else ("permission denied", f"give {option} a file you can write")
+    blocking = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return f"{blocking} is a file, not a folder", f"give {option} a path inside a folder"
+    if not target.parent.is_dir():
+        return f"the folder {target.parent} does not exist", f"create it, or give {option} another path"
+    if not os.access(target.parent, os.W_OK | os.X_OK):  # (a file is staged beside its target, then renamed)
+        return f"the folder {target.parent} is not writable", f"give {option} a path in a folder you can write"
+    return None
+
+
+LINES_SHOWN = 10  # line numbers a warning lists before "…"
+
+
+def line_list(lines: list[int]) -> str:
+    return ", ".join(str(n) for n in lines[:LINES_SHOWN]) + (", …" if len(lines) > LINES_SHOWN else "")
+
+
+def kept_orphans(report: dict[str, Any]) -> tuple[list[int], list[int], str]:
+    """The lines of the input's orphan results and calls the output still has (not removed by --repair
+    nor by a strategy), and what --repair does about them."""
+    removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
+    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
+    orphans = report["orphans"]
+    results = [n for n in orphans["results"] if n not in removed]
+    calls = [c["line"] for c in orphans["calls"] if c["line"] not in removed]
+    return results, calls, "pinned, so --repair kept them" if ran_repair else "--repair drops them"
+
+
+def run_warning(report: dict[str, Any]) -> str:
+    """What a transcript's run fell short of, for one line without the table ("" when nothing):
+    the budget missed, invalid lines kept as they were, orphan calls or results kept."""
+    parts = []
+    if report["over_budget"]:
+        budget, after = report["budget"], report["after"]
+        floor = budget["floor"]["messages" if budget["unit"] == "messages" else "tokens"]
+        parts.append(f"the budget ({budget['description']}) was not reached: {after['tokens']:,} tokens, "
+                     f"{after['messages']:,} messages after compaction, pinned messages alone need "
+                     f"{floor:,} {budget['unit']}")
+    parts += _skipped_part(report["skipped_lines"])
+    results, calls, fix = kept_orphans(report)
+    if calls:
+        parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
+    if results:
+        parts.append(f"{len(results):,} tool result(s) without their call kept (line {line_list(results)}, {fix})")
+    return "; ".join(parts)
+
+
+def dataset_warning(dataset: Any) -> str:
+    """A dataset's run: the conversations still over budget and the invalid lines kept ("" when none)."""
+    over = [row.line for row in dataset.rows if row.over_budget]
+    parts = [f"{len(over):,} of {dataset.conversations:,} conversation(s) still over budget (line {line_list(over)})"
+             ] if over else []
+    return "; ".join(parts + _skipped_part(dataset.skipped_lines))
+
+
+def _skipped_part(skipped: list[dict[str, Any]]) -> list[str]:
+    lines = [entry["line"] for entry in skipped]
+    return [f"{len(lines):,} invalid line(s) kept as they were (line {line_list(lines)})"] if lines else []
 
 
 def warn_unwritable_store(store: str | None) -> None:

@@ -173,12 +173,11 @@ def _warnings(report: dict[str, Any]) -> list[Text]:
 
 def _orphan_lines(report: dict[str, Any]) -> list[Text]:
     """The input's orphan calls and results: a warning for those still there, a note for those --repair dropped."""
+    from cli.output import kept_orphans
+
     orphans = report["orphans"]
     repaired = {e["line"] for e in report["removed"] if e["strategy"] == "repair"}
-    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
-    fix = "pinned, so --repair kept them" if ran_repair else "--repair drops them"
-    results = [n for n in orphans["results"] if n not in repaired]
-    calls = [c["line"] for c in orphans["calls"] if c["line"] not in repaired]
+    results, calls, fix = kept_orphans(report)
     lines = []
     if results:
         lines.append(Text(f"warning: {len(results)} tool result(s) without their call "

@@ -265,7 +265,7 @@ def _read(source: str, config: MemoryConfig, options: RunOptions, stdin: BinaryI
         if options.target_format == DATASET:
             raise ConfigError("--to dataset writes only a conversation-per-line dataset that was read as one",
                               fix="leave out --to, or name a transcript format")
-        _check_keep_lines(config, transcript.messages, transcript.skipped_lines, transcript.path)
+        _check_keep_rules(config, transcript.messages, transcript.skipped_lines, transcript.path)
         return transcript
     if options.target_format not in (None, DATASET):
         raise ConfigError("--to cannot convert a conversation-per-line dataset", fix="leave out --to")
@@ -346,10 +346,13 @@ def _close_source(messages: Iterable[Message]) -> None:
             return
 
 
-def _check_keep_lines(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
+def _check_keep_rules(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
+    """A `line:` or `tool:` keep rule that pins nothing is an error, before anything runs."""
     from core.config import check_keep_lines
+    from core.engine.structure import check_tool_rules
 
     check_keep_lines(config, [m.line for m in messages], path, other_lines=[s["line"] for s in skipped])
+    check_tool_rules(messages, config.keep_rules(), path)
 
 
 @dataclass

@@ -94,6 +94,36 @@ def kept_lines(messages: Sequence[Message], rules: Sequence[KeepRule]) -> frozen
     return frozenset(kept)
 
 
+TOOLS_NAMED = 8  # how many of the transcript's tools an error lists
+
+
+def check_tool_rules(messages: Sequence[Message], rules: Sequence[KeepRule], path: str) -> None:
+    """A `tool:` keep rule that pins nothing is an error, as a `line:` rule is: `tool:bash` on a
+    session whose tool is `Bash` would otherwise keep nothing, silently."""
+    for rule in rules:
+        if rule.kind != "tool" or kept_lines(messages, [rule]):
+            continue
+        from collections import Counter
+
+        counts = Counter(call_name(c) for m in messages for c in tool_calls(m.data) if call_name(c))
+        if not counts:
+            raise ConfigError(f"keep rule {str(rule)!r} pins nothing: the transcript has no tool calls", path=path,
+                              fix="leave the rule out")
+        names = sorted(counts, key=lambda name: (-counts[name], name))  # the most called first
+        shown = ", ".join(names[:TOOLS_NAMED]) + (", …" if len(names) > TOOLS_NAMED else "")
+        raise ConfigError(f"keep rule {str(rule)!r} pins nothing: no tool call is named {rule.value!r}", path=path,
+                          fix=_nearest_tool(rule.value, names) + f"the transcript's tools: {shown}")
+
+
+def _nearest_tool(name: str, names: Sequence[str]) -> str:
+    """"did you mean tool:Bash? " for tool:bash (case first, then spelling), or ""."""
+    import difflib
+
+    by_case = {n.lower(): n for n in reversed(names)}  # (the most called wins a tie)
+    near = [by_case[name.lower()]] if name.lower() in by_case else difflib.get_close_matches(name, names, n=1)
+    return f"did you mean tool:{near[0]}? " if near else ""
+
+
 def _matches(rule: KeepRule, message: Message, names_by_call: dict[str, str]) -> bool:
     data = message.data
     if rule.kind == "role":
