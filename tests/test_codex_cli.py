@@ -61,13 +61,20 @@ def _config(url: str) -> str:
 
 def resume(cli: Path, rollout: bytes, tmp_path: Path) -> list[dict[str, Any]]:
     """The /v1/responses requests Codex sends when it resumes ``rollout`` with PROMPT."""
+    return resumed(cli, rollout, tmp_path)[0]
+
+
+def resumed(cli: Path, rollout: bytes, tmp_path: Path) -> tuple[list[dict[str, Any]], bytes]:
+    """The requests Codex sends when it resumes ``rollout`` with PROMPT, and the rollout it leaves (with
+    this turn appended, as the pinned version writes it)."""
     meta = next(r["payload"] for r in rows(rollout) if r.get("type") == "session_meta")
     day, time = meta["timestamp"][:10], meta["timestamp"][11:19].replace(":", "-")
     home, project = tmp_path / "codex", tmp_path / "project"
     project.mkdir(parents=True)
     sessions = home / "sessions" / day.replace("-", "/")
     sessions.mkdir(parents=True)
-    (sessions / f"rollout-{day}T{time}-{meta['id']}.jsonl").write_bytes(rollout)
+    path = sessions / f"rollout-{day}T{time}-{meta['id']}.jsonl"
+    path.write_bytes(rollout)
     with fake_responses_api() as (url, api):
         (home / "config.toml").write_text(_config(url))
         env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CODEX_HOME": str(home),
@@ -76,7 +83,7 @@ def resume(cli: Path, rollout: bytes, tmp_path: Path) -> list[dict[str, Any]]:
                              cwd=project, env=env, capture_output=True, text=True, timeout=180,
                              stdin=subprocess.DEVNULL)
         assert run.returncode == 0, run.stderr[-2000:]
-        return api.bodies("/responses")
+        return api.bodies("/responses"), path.read_bytes()
 
 
 def rows(rollout: bytes) -> list[dict[str, Any]]:
@@ -84,8 +91,10 @@ def rows(rollout: bytes) -> list[dict[str, Any]]:
 
 
 def items(rollout: bytes) -> list[dict[str, Any]]:
-    """The Responses items of a rollout, in order: the history Codex rebuilds from it."""
-    return [r["payload"] for r in rows(rollout) if r.get("type") == "response_item"]
+    """The Responses items of a rollout, in order: the history Codex rebuilds from it (without the field
+    of its own that Codex keeps off the wire)."""
+    return [{k: v for k, v in r["payload"].items() if k != "internal_chat_message_metadata_passthrough"}
+            for r in rows(rollout) if r.get("type") == "response_item"]
 
 
 def compacted(path: Path, *args: str) -> bytes:
@@ -144,3 +153,19 @@ def test_codex_resumes_what_compact_to_codex_wrote_from_a_claude_code_session(
     assert text_of(request["input"][1]).startswith("Port this Python project to Rust")  # the first prompt
     said = [i for i in request["input"] if i["type"] == "message" and i["role"] == "assistant"]
     assert len(said) >= 10  # the assistant's text, not only its calls
+
+
+def test_codex_resumes_a_compacted_rollout_it_wrote_itself(codex_cli: Path, realdata: Path, tmp_path: Path) -> None:
+    """A rollout holding a turn the pinned version wrote (world_state, token_usage_record lines, its own
+    fields on items), compacted again: Codex sends exactly what is left."""
+    _, written = resumed(codex_cli, compacted(realdata / "codex-cli" / POMODORO, "--max-tokens", "4000"),
+                         tmp_path / "first")
+    assert {r["type"] for r in rows(written)} >= {"world_state", "token_usage_record"}
+    source = tmp_path / "written.jsonl"
+    source.write_bytes(written)
+    rollout = compacted(source, "--max-tokens", "3000")
+    [request] = resume(codex_cli, rollout, tmp_path / "second")
+    assert_sent_as_written(request, rollout)
+    assert [text_of(i) for i in request["input"] if i.get("role") == "user"].count(PROMPT) == 2  # both turns
+    summaries = [i for i in request["input"] if i["type"] == "message" and text_of(i).startswith("CUCA summary:")]
+    assert len(summaries) == 1  # the first compaction's summary folded into the second's, not summarised
