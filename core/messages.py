@@ -333,11 +333,11 @@ def original_data(message: Message) -> dict[str, Any]:
 
 def is_summary(message: Message) -> bool:
     """A summary of earlier turns: compact's own, or one an agent wrote (a format's reader flags it)."""
-    return message.role == "system" and (
+    return message.role in SYSTEM_ROLES and (
         starts_with_marker(message.data, SUMMARY_MARKER) or bool(message.extra and message.extra.get("summary"))
     )
 
 
 def written_by_compact(message: Message) -> bool:
     """A summary or placeholder already in the transcript (never summarized or offloaded again)."""
-    return is_summary(message) or (message.role == "system" and starts_with_marker(message.data, PLACEHOLDER_PREFIX))
+    return is_summary(message) or (message.role in SYSTEM_ROLES and starts_with_marker(message.data, PLACEHOLDER_PREFIX))

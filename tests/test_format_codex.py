@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core import formats
-from core.messages import is_summary
+from core.messages import SYSTEM_ROLES, is_summary
 from tests.helpers import invoke
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
@@ -55,7 +55,9 @@ def assert_loadable(out: list[dict[str, Any]], original: list[dict[str, Any]]) -
     assert sorted(calls(out)) == sorted(outputs(out))
     assert [line for line in out if line["type"] in NOT_MESSAGES] == [
         line for line in original if line["type"] in NOT_MESSAGES]
-    assert events(out, "token_count") == events(original, "token_count")
+    # every token_count event is still there with its rate limits; its count, if gone, was of a changed history
+    assert [e["rate_limits"] for e in events(out, "token_count")] == [e["rate_limits"] for e in events(original, "token_count")]
+    assert all(e["info"] in (None, o["info"]) for e, o in zip(events(out, "token_count"), events(original, "token_count")))
     # every copy left in event_msg lines still has its message, with the same text
     assert {e["message"] for e in events(out, "user_message")} <= texts(out, "user")
     assert {e["message"] for e in events(out, "agent_message")} <= texts(out, "assistant")
@@ -152,7 +154,7 @@ def test_added_summary_is_a_response_item_with_its_neighbours_timestamp(tmp_path
     out, _ = run(str(source), "--max-tokens", "3000", "--summarizer", "extractive",
                  "--strategy", "summarize:turns=2", tmp_path=tmp_path)
     assert_loadable(out, original)
-    at = next(n for n, line in enumerate(out) if line["type"] == "response_item" and line["payload"].get("role") == "system")
+    at = next(n for n, line in enumerate(out) if line["type"] == "response_item" and line["payload"].get("role") == "developer")
     added = out[at]
     assert added["payload"]["type"] == "message"
     assert added["payload"]["content"][0]["text"].startswith("CUCA summary:")
@@ -160,6 +162,32 @@ def test_added_summary_is_a_response_item_with_its_neighbours_timestamp(tmp_path
     again = tmp_path / "again.jsonl"
     again.write_text("".join(json.dumps(line) + "\n" for line in out))
     assert [is_summary(m) for m in formats.read(str(again)).messages].count(True) == 1
+
+
+def test_token_counts_after_the_first_change_lose_their_count(tmp_path: Path) -> None:
+    """Codex sizes a resumed history from the newest token_count and compacts it again when that is over its
+    limit: a count of the history before compaction must not survive in the compacted rollout."""
+    original = lines_of(ROLLOUT.read_text())
+    out, _ = run(str(ROLLOUT), "--max-tokens", "8000", tmp_path=tmp_path)
+    first_change = next(n for n, (a, b) in enumerate(zip(out, original)) if a != b)
+    counts = [(n, line["payload"]["info"]) for n, line in enumerate(out)
+              if line["type"] == "event_msg" and line["payload"]["type"] == "token_count"]
+    assert counts and all(n > first_change and info is None for n, info in counts)
+    # (with nothing changed, as in the --unlimited round trip, every count stays)
+
+
+def test_messages_compact_writes_are_shaped_as_codex_resumes_them(tmp_path: Path) -> None:
+    """Codex leaves a system message, and a message whose content is a bare string, out of the history it
+    sends on resume: a summary is a developer message, an assistant's text a list of output_text parts."""
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(json.dumps(m) + "\n" for m in [
+        {"role": "system", "content": "You are terse."}, {"role": "user", "content": "List the files."},
+        {"role": "assistant", "content": "a.txt and b.txt."}]))
+    written, _ = run(str(chat), "--unlimited", "--to", "codex", tmp_path=tmp_path)
+    assert [(i["role"], i["content"]) for i in items(written)] == [
+        ("developer", [{"type": "input_text", "text": "You are terse."}]),
+        ("user", [{"type": "input_text", "text": "List the files."}]),
+        ("assistant", [{"type": "output_text", "text": "a.txt and b.txt."}])]
 
 
 def test_orphans_are_reported_and_repaired_by_call_id(tmp_path: Path) -> None:
@@ -198,7 +226,8 @@ def _essentials(data: dict[str, Any]) -> tuple[Any, ...]:
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
     text = [p["text"] for p in parts if p.get("type") == "text"]
     calls_ = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in data.get("tool_calls", [])]
-    return data["role"], text, calls_, data.get("tool_call_id")
+    role = "system" if data["role"] in SYSTEM_ROLES else data["role"]  # (Codex's developer messages are system ones)
+    return role, text, calls_, data.get("tool_call_id")
 
 
 def test_detected_without_from_and_invalid_lines(tmp_path: Path) -> None:

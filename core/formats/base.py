@@ -158,18 +158,24 @@ Item = dict[str, Any] | bytes | memoryview  # one output line: a JSON object, or
 
 
 def write_back(decoded: Decoded, result: Sequence[Message], *, rebuild: Callable[[Rebuild], Iterable[Item]],
-               insert: Callable[[Message, Callable[[], Any]], Iterable[Item]]) -> Iterator[Item]:
+               insert: Callable[[Message, Callable[[], Any]], Iterable[Item]],
+               after_change: Callable[[Line], Iterable[Item]] | None = None) -> Iterator[Item]:
     """Walk the write-back :func:`plan`: a kept line's own bytes, the codec's lines for a rebuilt line and for
     an added message, nothing for a dropped line.
 
     ``insert`` is given the added message and a function returning the timestamp of the line it lands
-    next to (:func:`neighbour_timestamp`), for the formats that stamp every line.
+    next to (:func:`neighbour_timestamp`), for the formats that stamp every line. ``after_change``, when
+    given, writes each kept line that follows the first change (a count of the history's tokens there
+    measured a history that is no longer the one written).
     """
     steps = list(plan(decoded, result))
+    changed_before = False
     for position, step in enumerate(steps):
         if isinstance(step, Keep):
-            yield step.line.source
-        elif isinstance(step, Insert):
+            yield from after_change(step.line) if changed_before and after_change else (step.line.source,)
+            continue
+        changed_before = True
+        if isinstance(step, Insert):
             yield from insert(step.message, functools.partial(neighbour_timestamp, steps, position))
         elif isinstance(step, Rebuild):
             yield from rebuild(step)

@@ -21,8 +21,16 @@ The envelope layout (current Codex, 0.47 in the real sample): every line ``{time
   the one pinned. The first of them (the AGENTS.md instructions) is pinned as
   the system prompt. They are written back with their own role, user.
 
-A message compact adds is a ``response_item`` line (a ``message`` item of
-role ``system``) with the timestamp of the line it is placed before.
+A message compact adds is a ``response_item`` line with the timestamp of
+the line it is placed before. Every message compact writes is shaped as
+Codex writes its own, because Codex leaves other messages out of the history
+it sends when it resumes a rollout: a system message (a summary) is a
+``message`` item of role ``developer``, and its content is a list of parts
+(``output_text`` for the assistant), never a bare string. After the first
+line compact changed, a ``token_count`` event keeps its rate limits but
+loses its ``info`` (Codex writes ``null`` there before its first count):
+Codex sizes a resumed history from the newest one, and the old count would
+make it compact the compacted history again at once.
 
 The 2025 layout (rollouts written before the envelope): a header line
 ``{id, timestamp, instructions, git?}`` without ``type``, ``{"record_type":
@@ -205,7 +213,7 @@ class Codex(Codec):
         if _legacy(decoded.lines):
             yield from RESPONSES.encode(decoded, result)  # the 2025 layout writes back as bare items do
             return
-        yield from write_back(decoded, result, rebuild=_rebuilt_line,
+        yield from write_back(decoded, result, rebuild=_rebuilt_line, after_change=_uncounted,
                               insert=lambda message, near: _envelopes(message, near()))
 
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
@@ -225,7 +233,28 @@ def _envelopes(message: Message, stamp: Any, losses: Losses | None = None,
                custom: frozenset[str] = frozenset()) -> Iterator[dict[str, Any]]:
     """A message's Responses items, each in a rollout line stamped ``stamp``."""
     for item in render_items(message.data, Losses() if losses is None else losses, custom):
-        yield {"timestamp": stamp, "type": "response_item", "payload": item}
+        yield {"timestamp": stamp, "type": "response_item", "payload": _as_codex_writes(item)}
+
+
+def _as_codex_writes(item: dict[str, Any]) -> dict[str, Any]:
+    """A message item as Codex resumes it: a system message as a developer one, a string content as one part."""
+    if item.get("type") != "message":
+        return item
+    role = "developer" if item.get("role") == "system" else item.get("role")
+    content = item.get("content")
+    if isinstance(content, str):
+        content = [{"type": "output_text" if role == "assistant" else "input_text", "text": content}]
+    return {**item, "role": role, "content": content}
+
+
+def _uncounted(line: Line) -> Iterator[Item]:
+    """A line after the first change: a ``token_count`` event without the count of a history now gone."""
+    data = line.data
+    if data is not None and data.get("type") == "event_msg" and is_envelope(data) \
+            and data["payload"].get("type") == "token_count" and data["payload"].get("info") is not None:
+        yield {**data, "payload": {**data["payload"], "info": None}}
+    else:
+        yield line.source
 
 
 # --- the 2025 layout -----------------------------------------------------------------------------
