@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.formats.anthropic import is_compaction
 from core.formats.base import Decoded, Losses
 from core.formats.detection import OPENAI
 from core.formats.registry import get
@@ -28,6 +29,7 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     for what, dropped in get(decoded.format).unread(decoded):
         if dropped:
             losses.add(what, dropped)
+    result = [as_summary_text(message, losses) for message in result]
     if target != OPENAI:
         title = get(target).title
         result = [portable(message, losses, title) for message in result]
@@ -38,6 +40,22 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
             losses.add(CUSTOM_AS_ARGUMENT, custom)
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
+
+
+# Only the Messages API reads its compaction block (and checks its signature): elsewhere its summary is text.
+COMPACTION_AS_TEXT = "Anthropic compaction blocks (signed, read by the Messages API only), written as their summary text"
+
+
+def as_summary_text(message: Message, losses: Losses) -> Message:
+    """A summary holding Anthropic compaction blocks, written fresh: their summaries as its text."""
+    content = message.data.get("content")
+    if not isinstance(content, list) or not any(is_compaction(p) for p in content):
+        return message
+    blocks = [p for p in content if is_compaction(p)]
+    losses.add(COMPACTION_AS_TEXT, len(blocks))
+    parts = [{"type": "text", "text": p["content"]} if p in blocks else p for p in content]
+    text = parts[0]["text"] if len(parts) == 1 else parts
+    return Message({**message.data, "content": text}, message.line, None, 0, message.extra)
 
 
 # The targets that have custom (free-form) tool calls; the others get an ordinary call whose one

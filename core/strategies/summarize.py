@@ -30,6 +30,7 @@ from core.messages import (
     call_arguments,
     call_name,
     content_text,
+    is_provider_record,
     is_summary,
     original_data,
     tool_calls,
@@ -613,8 +614,9 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
 
 def _folds(workspace: Workspace, previous_at: int | None) -> bool:
     """Whether the new summary takes the place of the earlier one at ``previous_at`` (else it goes beside it)."""
-    return previous_at is not None and (workspace.is_own(previous_at) or workspace.trace
-                                        or not workspace.pinned(previous_at))
+    if previous_at is None or is_provider_record(workspace.messages[previous_at]):  # (its bytes are signed)
+        return False
+    return workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)
 
 
 def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
