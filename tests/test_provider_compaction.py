@@ -160,3 +160,25 @@ def test_stats_and_the_table_say_where_the_live_part_starts(tmp_path: Path) -> N
                                                        "lines_before": 6}
     plain = invoke("stats", str(ROOT / "tests/fixtures/formats/responses_items.jsonl"), "--format", "json")
     assert json.loads(plain.stdout)["provider_compaction"] is None
+
+
+@pytest.mark.parametrize("path", [*RECORDS, ANTHROPIC_FIRST], ids=lambda p: p.stem)
+def test_validate_reads_the_record_as_the_oracle_does(path: Path) -> None:
+    from tests.test_provider_oracle import WIRE, outputs, verdicts
+
+    provider = "anthropic" if path in (ANTHROPIC, ANTHROPIC_FIRST) else "responses"
+    assert invoke("validate", str(path), "--for", provider).exit_code == 0
+    for budget in (None, 60):
+        for target, (fmt, raw, _) in outputs(path, budget).items():
+            oracle, runtime = verdicts(raw, fmt, WIRE[fmt])
+            assert oracle == runtime, (budget, target)
+
+
+def test_validate_names_a_malformed_compaction_block(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in raw_lines(ANTHROPIC_FIRST)]
+    rows[0]["content"][0]["summary"] = rows[0]["content"][0].pop("content")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = invoke("validate", str(bad), "--from", "anthropic", "--for", "anthropic")
+    said = run.stdout + run.stderr
+    assert run.exit_code == 1 and f"{bad}:1: " in said and "a compaction block holds content" in said
