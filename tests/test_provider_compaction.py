@@ -76,8 +76,9 @@ def record_of(row: dict[str, Any], fmt: str) -> Any:
 
 
 # The default strategies, with a budget the pinned messages alone exceed too; a summary that would fold
-# the record into itself.
-COMPACTIONS = [("--max-tokens", "60"), ("--max-tokens", "20"), ("-s", "summarize:turns=1", "--max-tokens", "60")]
+# the record into itself; the seed preset, which pins no summary.
+COMPACTIONS = [("--max-tokens", "60"), ("--max-tokens", "20"), ("-s", "summarize:turns=1", "--max-tokens", "60"),
+               ("--preset", "seed", "--max-tokens", "40")]
 
 
 @pytest.mark.parametrize("args", COMPACTIONS, ids=" ".join)
