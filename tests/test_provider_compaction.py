@@ -183,3 +183,18 @@ def test_validate_names_a_malformed_compaction_block(tmp_path: Path) -> None:
     run = invoke("validate", str(bad), "--from", "anthropic", "--for", "anthropic")
     said = run.stdout + run.stderr
     assert run.exit_code == 1 and f"{bad}:1: " in said and "a compaction block holds content" in said
+
+
+def test_a_later_summary_folds_the_record_in_and_leaves_it_in_place(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in raw_lines(ANTHROPIC)]
+    for n in range(4, 10):  # a live part long enough to summarize
+        rows += [{"role": "assistant", "content": [{"type": "text", "text": f"Step {n}: " + "checking the ledger. " * 30}]},
+                 {"role": "user", "content": f"Continue with step {n + 1}."}]
+    source, out = tmp_path / "long.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert invoke(str(source), "--max-tokens", "400", "-o", str(out)).exit_code == 0
+    written = [json.loads(line) for line in raw_lines(out)]
+    assert written[5]["content"] == [rows[5]["content"][0]]  # the block, alone now: its reply was summarized
+    [summary] = [r["content"] for r in written if str(r["content"]).startswith("CUCA summary")]
+    assert "Next: the credit-note path." in summary and written.index(next(
+        r for r in written if r["content"] == summary)) > 5

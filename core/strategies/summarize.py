@@ -481,6 +481,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
+    if previous_at is not None and is_provider_record(workspace.messages[previous_at]):
+        previous_text = "\n" + previous_text  # a provider's summary has no marker line: all of it is the body
     previous = parse_previous(previous_text)
     facts = list(dict.fromkeys([*previous.facts, *extract_facts(span)]))[-MAX_FACTS:]
     # Turns are numbered from the start of the conversation: an earlier summary already covers some.
