@@ -198,3 +198,17 @@ def test_a_later_summary_folds_the_record_in_and_leaves_it_in_place(tmp_path: Pa
     [summary] = [r["content"] for r in written if str(r["content"]).startswith("CUCA summary")]
     assert "Next: the credit-note path." in summary and written.index(next(
         r for r in written if r["content"] == summary)) > 5
+
+
+def test_a_rollout_that_records_the_compaction_item_itself_is_read_from_it(tmp_path: Path) -> None:
+    """Server-side compaction (context_management) streams the item: Codex records it as a response_item."""
+    rows = [json.loads(line) for line in raw_lines(CODEX)]
+    window = rows[6]["payload"]["replacement_history"]
+    streamed = [*rows[:6], *({**rows[6], "type": "response_item", "payload": item} for item in window), *rows[8:]]
+    path, live = tmp_path / "rollout.jsonl", tmp_path / "live.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in streamed))
+    live.write_text("".join(json.dumps(r) + "\n" for r in [rows[0], *streamed[7:]]))
+    assert tokens(path, "codex") == tokens(live, "codex") < tokens(CODEX, "codex")  # (its user message is before it)
+    out = tmp_path / "out.jsonl"
+    assert invoke(str(path), "--max-tokens", "20", "-o", str(out)).exit_code in (0, 3)
+    assert raw_lines(out)[:8] == raw_lines(path)[:8]
