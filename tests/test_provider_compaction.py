@@ -212,3 +212,14 @@ def test_a_rollout_that_records_the_compaction_item_itself_is_read_from_it(tmp_p
     out = tmp_path / "out.jsonl"
     assert invoke(str(path), "--max-tokens", "20", "-o", str(out)).exit_code in (0, 3)
     assert raw_lines(out)[:8] == raw_lines(path)[:8]
+
+
+def test_the_system_prompt_before_the_block_is_still_sent_and_counted(tmp_path: Path) -> None:
+    system = "You are a careful billing engineer. " * 20
+    rows = raw_lines(ANTHROPIC)
+    for shape in ({"system": system}, {"role": "system", "content": system}):
+        path = tmp_path / "with_system.jsonl"
+        path.write_bytes(json.dumps(shape).encode() + b"\n" + b"".join(rows))
+        assert tokens(path, "anthropic") > tokens(ANTHROPIC, "anthropic") + 100
+        run = invoke("validate", str(path), "--for", "anthropic")
+        assert run.exit_code == 0, run.output

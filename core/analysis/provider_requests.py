@@ -101,7 +101,7 @@ def _native(decoded: Decoded, provider: str) -> WireRequest:
             if "role" not in data and "system" in data:
                 request.system, request.system_line = data["system"], number
                 continue
-            if number < start:
+            if number < start and data.get("role") != "system":  # (a system message is the system parameter)
                 continue
             item = data if number != start else _from_compaction_block(data)
         elif number < start:

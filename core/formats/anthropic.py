@@ -22,7 +22,8 @@ blocks before it on its line) are kept as they are and not read, like the
 history before Claude Code's ``compact_boundary``; the block itself is a
 summary that is pinned and written back byte for byte (its ``signature``
 covers its ``content``); the rest of its message is read as usual. A system
-line is the request's ``system`` parameter and is read wherever it stands.
+line (or system message) is the request's ``system`` parameter, read wherever
+it stands.
 
 Writing back: untouched lines are copied; a changed line is rebuilt from its
 own blocks (unchanged blocks as they were, a rewritten result keeps its
@@ -343,11 +344,11 @@ class Anthropic(Codec):
                                  fix='each line is {"role": "user"|"assistant", "content": ...} or {"system": ...}')
             if _is_system_line(data):
                 messages.append(origin_message({"role": "system", "content": data["system"]}, [line.number]))
+            elif data["role"] == "system":  # (the system parameter too: sent wherever it stands)
+                messages.append(origin_message({"role": "system", "content": data["content"]}, [line.number]))
             elif boundary is not None and at <= boundary[0]:
                 if at == boundary[0]:  # (the lines before it the API does not read: kept, not counted)
                     messages.extend(compaction_pieces(line, data, boundary[1]))
-            elif data["role"] == "system":
-                messages.append(origin_message({"role": "system", "content": data["content"]}, [line.number]))
             elif data["role"] == "assistant":
                 content = data["content"]
                 canonical = assistant_data(content) if isinstance(content, list) else {"role": "assistant", "content": content}
