@@ -159,6 +159,9 @@ def test_stats_and_the_table_say_where_the_live_part_starts(tmp_path: Path) -> N
     _, report = invoke_with_report(str(CODEX), "--max-tokens", "60", tmp_path=tmp_path)
     assert report["format"]["provider_compaction"] == {"record": "Codex replacement history", "line": 7,
                                                        "lines_before": 6}
+    from core.io.schema_loader import validator
+
+    validator("report").validate(report)
     plain = invoke("stats", str(ROOT / "tests/fixtures/formats/responses_items.jsonl"), "--format", "json")
     assert json.loads(plain.stdout)["provider_compaction"] is None
 
