@@ -210,6 +210,10 @@ def print_stats(result: Any, limit: int | None) -> None:
         head += f" · graph message not counted ({result.uncounted['tokens']:,} tokens)"
     console.print(Text(f"compact stats · {result.path}", style="bold"), soft_wrap=True)
     console.print(Text(head), soft_wrap=True)
+    if result.live_part is not None:
+        from cli.render import live_part_line
+
+        console.print(Text(live_part_line(result.live_part)), soft_wrap=True)
 
     rows = [[r.role, *_n(r.messages, r.tokens), _share(r.tokens, total)] for r in result.by_role]
     if result.reply_priming:

@@ -46,6 +46,8 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
     parts.append(Text(f"{encoding} · {window}"))
     if report.get("format") and report["format"] != {"input": "openai", "output": "openai", "losses": []}:
         parts.append(_format_line(report["format"]))
+    if report.get("format", {}).get("provider_compaction"):
+        parts.append(Text(live_part_line(report["format"]["provider_compaction"])))
     if report.get("graph"):
         graph = report["graph"]
         parts.append(Text(f"graph: {graph.get('summary', '')}".rstrip()))
@@ -59,6 +61,14 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
             parts.append(Text(f"skipped: {skipped}"))
     parts.extend(_warnings(report))
     return Group(*parts)
+
+
+def live_part_line(live: dict[str, Any]) -> str:
+    """What a provider compaction record leaves live (the report's and `compact stats`'s line)."""
+    before = live["lines_before"]
+    lines = "the line" if before == 1 else f"the {before:,} lines"
+    return (f"provider compaction: {live['record']} on line {live['line']:,}; counted from there on, "
+            f"{lines} before it kept as they are and not counted (the provider no longer reads them)")
 
 
 def _format_line(fmt: dict[str, Any]) -> Text:

@@ -302,7 +302,8 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
         raise AssertionError("compact returned no report")
     # The pipeline cannot know the formats: it completes the report here, before anything reads it.
     result.compression = dataclasses.replace(result.compression,
-                                             format=FormatReport(transcript.format, target, losses))
+                                             format=FormatReport(transcript.format, target, losses,
+                                                                 formats.live_part(transcript)))
     return result
 
 

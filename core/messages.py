@@ -34,6 +34,11 @@ FAILED = "failed"
 # Read, it is held as ``{"type": "custom", "function": {"name", "arguments": <the text>}}``, so every
 # step reads one shape; written, it is the wire's ``{"type": "custom", "custom": {"name", "input"}}``.
 CUSTOM_CALL = "custom"
+# ``Message.extra`` key: a provider's own compaction record (an Anthropic ``compaction`` block, a
+# Responses ``compaction`` item, a Codex ``replacement_history``). The server reads nothing before
+# the newest one and checks its bytes (a signature, encrypted content): it is a summary that is
+# pinned, never rewritten and never removed, so what it hides stays hidden.
+PROVIDER_RECORD = "provider_record"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ def iter_text_parts(content: Any) -> Iterator[str]:
                     yield part["refusal"]
                 elif kind == "thinking" and isinstance(part.get("thinking"), str):
                     yield part["thinking"]  # Anthropic thinking: counted as the text it is
+                elif kind == "compaction" and isinstance(part.get("content"), str):
+                    yield part["content"]  # Anthropic's compaction block: the summary the API reads
                 elif kind == "reasoning":  # a Responses reasoning item: its readable summary
                     yield from iter_text_parts(part.get("summary"))
                     yield from iter_text_parts(part.get("content"))
@@ -336,6 +343,11 @@ def is_summary(message: Message) -> bool:
     return message.role in SYSTEM_ROLES and (
         starts_with_marker(message.data, SUMMARY_MARKER) or bool(message.extra and message.extra.get("summary"))
     )
+
+
+def is_provider_record(message: Message) -> bool:
+    """A provider's compaction record (:data:`PROVIDER_RECORD`): kept exactly as it came."""
+    return bool(message.extra and message.extra.get(PROVIDER_RECORD))
 
 
 def written_by_compact(message: Message) -> bool:

@@ -94,9 +94,15 @@ class FormatReport:
     input: str
     output: str
     losses: list[dict[str, Any]]
+    live_part: dict[str, Any] | None = None  # a provider compaction record: core.formats.live_part
 
     def to_dict(self) -> dict[str, Any]:
-        return {"input": self.input, "output": self.output, "losses": self.losses}
+        out = {"input": self.input, "output": self.output, "losses": self.losses}
+        return out if self.live_part is None else {**out, "provider_compaction": self.live_part}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FormatReport:
+        return cls(data["input"], data["output"], data["losses"], data.get("provider_compaction"))
 
 
 @dataclass(frozen=True)
@@ -172,7 +178,7 @@ class CompressionReport:
             before=Usage(**data["before"]),
             after=Usage(**data["after"]),
             budget=BudgetReport(**budget, floor=floor),
-            format=FormatReport(**data["format"]) if data.get("format") is not None else None,
+            format=FormatReport.from_dict(data["format"]) if data.get("format") is not None else None,
         )
 
 

@@ -17,7 +17,10 @@ the types are checked here, written from the providers' documentation:
 ``requests(path_bytes, provider)`` reads a written file the way the client
 that resumes it would (a Claude Code session: the lines after the last
 ``compact_boundary``, one message per reply; a Codex rollout: its
-``response_item`` payloads), independently of compact's own readers.
+``response_item`` payloads from the newest ``replacement_history`` or
+``compaction`` item on; Anthropic lines: from the newest ``compaction`` block
+on, which the API reads as the opening of the conversation, under the beta
+``BetaMessageParam`` type), independently of compact's own readers.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 OPENAI, ANTHROPIC, RESPONSES = "openai", "anthropic", "responses"
+ANTHROPIC_BETA = "anthropic-beta"
 _ADAPTERS: dict[str, TypeAdapter[Any]] = {}
 
 
@@ -42,6 +46,8 @@ def _adapter(kind: str) -> TypeAdapter[Any]:
             from openai.types.responses import ResponseInputItemParam as shape  # type: ignore[assignment]
         elif kind == ANTHROPIC:
             from anthropic.types import MessageParam as shape  # type: ignore[assignment]
+        elif kind == ANTHROPIC_BETA:  # a message holding a compaction block is sent under the compact beta
+            from anthropic.types.beta import BetaMessageParam as shape  # type: ignore[assignment]
         else:  # the top-level system parameter of messages.create
             from collections.abc import Iterable
 
@@ -95,7 +101,8 @@ def judge(request: Request, provider: str) -> list[Violation]:
         if error:
             found.append(Violation(-1, "type", f"system: {error}"))
     for index, item in enumerate(request.items):
-        error = type_errors(provider, _as_codex_sends(item) if provider == RESPONSES else item)
+        kind = ANTHROPIC_BETA if provider == ANTHROPIC and _holds_compaction(item) else provider
+        error = type_errors(kind, _as_codex_sends(item) if provider == RESPONSES else item)
         if error:
             found.append(Violation(index, "type", error))
     if provider == OPENAI:
@@ -105,6 +112,11 @@ def judge(request: Request, provider: str) -> list[Violation]:
     else:
         found += _anthropic_rules(request.items)
     return found
+
+
+def _holds_compaction(item: dict[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "compaction" for b in content)
 
 
 def _as_codex_sends(item: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +194,9 @@ def merged(items: list[dict[str, Any]]) -> list[tuple[int, str, list[Any]]]:
 
 def _anthropic_rules(items: list[dict[str, Any]]) -> Iterator[Violation]:
     turns = [turn for turn in merged(items) if turn[1] != "system"]
-    if turns and turns[0][1] != "user":
+    opens_with_compaction = bool(turns and turns[0][2] and isinstance(turns[0][2][0], dict)
+                                 and turns[0][2][0].get("type") == "compaction")  # it stands for what it summarized
+    if turns and turns[0][1] != "user" and not opens_with_compaction:
         yield Violation(turns[0][0], "first-not-user", f"the first message is {turns[0][1]}")
     ids: set[Any] = set()
     for position, (index, role, blocks) in enumerate(turns):
@@ -233,18 +247,52 @@ def requests(raw: bytes, written_as: str, provider: str) -> list[Request]:
     rows = lines(raw)
     if written_as == "anthropic":
         system = next((r["system"] for r in rows if "system" in r and "role" not in r), None)
-        return [Request("", [r for r in rows if "role" in r], system)]
+        return [Request("", from_newest_compaction_block([r for r in rows if "role" in r]), system)]
     if written_as == "claude-code":
         return [Request("", claude_code_messages(rows))]
     if written_as == "codex":  # envelope payloads or the 2025 layout's bare items; null id/content not sent
-        items = [r["payload"] if r.get("type") == "response_item" else r for r in rows
-                 if r.get("type") == "response_item" or ("payload" not in r and "record_type" not in r
-                                                          and isinstance(r.get("type"), str))]
+        items = codex_history(rows)
         return [Request("", [{k: v for k, v in i.items() if not (k in ("content", "id") and v is None)}
                              for i in items])]
     if written_as == "dataset":
         return [Request(f"line {n}", row["messages"]) for n, row in enumerate(rows, 1) if "messages" in row]
+    if written_as == "responses":
+        return [Request("", rows[_newest(rows, lambda r: r.get("type") == "compaction"):])]
     return [Request("", rows)]
+
+
+def _newest(rows: list[dict[str, Any]], is_record: Any) -> int:
+    return max((at for at, row in enumerate(rows) if is_record(row)), default=0)
+
+
+def from_newest_compaction_block(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the Messages API reads: every block before the newest compaction block that holds a summary is ignored."""
+    for at in range(len(messages) - 1, -1, -1):
+        content = messages[at].get("content")
+        blocks = content if isinstance(content, list) else []
+        for index in range(len(blocks) - 1, -1, -1):
+            if isinstance(blocks[index], dict) and blocks[index].get("type") == "compaction" \
+                    and isinstance(blocks[index].get("content"), str):
+                return [{**messages[at], "content": blocks[index:]}, *messages[at + 1:]]
+    return messages
+
+
+def codex_history(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items Codex resumes with: from the newest compaction (a replacement_history replaces all before it)."""
+    def replaces(row: dict[str, Any]) -> bool:
+        payload = row.get("payload")
+        return isinstance(payload, dict) and (row.get("type") == "compacted" and "replacement_history" in payload
+                                              or row.get("type") == "response_item" and payload.get("type") == "compaction")
+    start = _newest(rows, replaces)
+    items: list[dict[str, Any]] = []
+    for row in rows[start:]:
+        if row.get("type") == "compacted" and isinstance(row.get("payload", {}).get("replacement_history"), list):
+            items.extend(row["payload"]["replacement_history"])
+        elif row.get("type") == "response_item":
+            items.append(row["payload"])
+        elif "payload" not in row and "record_type" not in row and isinstance(row.get("type"), str):
+            items.append(row)
+    return items
 
 
 def claude_code_messages(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -285,3 +285,15 @@ def test_a_call_with_empty_arguments_becomes_an_empty_input(tmp_path: Path) -> N
     assert '"arguments":{}' in pi.stdout.replace(" ", "") and pi_report["format"]["losses"] == []
     gemini, _ = invoke_with_report(str(source), "--unlimited", "--to", "gemini-chat", tmp_path=tmp_path)
     assert '"args":{}' in gemini.stdout.replace(" ", "")
+
+
+def test_a_compaction_block_reads_as_a_pinned_summary_and_its_reply_as_the_rest() -> None:
+    from core.messages import is_provider_record
+
+    decoded = formats.read(str(Path(__file__).parent / "fixtures/provider_compaction/anthropic_compaction.jsonl"))
+    first, reply = decoded.messages[:2]
+    assert first.line == reply.line == 6  # the lines before it the API does not read are not messages
+    assert is_summary(first) and is_provider_record(first) and first.data["content"][0]["type"] == "compaction"
+    assert reply.data["content"] == [{"text": "Now the credit-note path.", "type": "text"}]
+    assert [c["id"] for c in reply.data["tool_calls"]] == ["toolu_03"]
+

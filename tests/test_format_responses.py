@@ -203,3 +203,12 @@ def test_an_output_without_call_id_is_a_one_line_error(tmp_path: Path) -> None:
     kept, report = run(str(bad), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
     assert kept.stdout == bad.read_text()
     assert [s["line"] for s in report["skipped_lines"]] == [22]
+
+
+def test_reading_starts_at_the_newest_compaction_item() -> None:
+    from core.messages import is_provider_record
+
+    decoded = formats.read(str(Path(__file__).parent / "fixtures/provider_compaction/responses_compaction.jsonl"))
+    assert decoded.messages[0].line == 7 and is_provider_record(decoded.messages[0])
+    assert [m.role for m in decoded.messages] == ["system", "user", "assistant", "tool", "assistant"]
+

@@ -214,12 +214,35 @@ def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
         parts = [{**p, "annotations": p.get("annotations", [])} if isinstance(p, Mapping)
                  and p.get("type") == "output_text" else p for p in item["content"]]
         sent = {**item, "content": parts, "id": "msg_sent_without_id", "status": "completed"}
+    if view.provider == ANTHROPIC and _compaction_blocks(item):
+        sent = _without_compaction(view, index, item)  # the beta block the shipped (non-beta) schema lacks
     error = _shape_error(SCHEMAS[view.provider], sent)
     if error:
         kind = item.get("type") if item.get("type") not in (None, "message") else f"{role} message"
         view.report(index, "invalid-shape", f"this {kind} is not a valid {WHAT[view.provider]}: {error}",
                     what=WHAT[view.provider])
         view.flagged.add(index)
+
+
+# BetaCompactionBlockParam (anthropic SDK, beta compact-2026-01-12): what a compaction block may hold.
+COMPACTION_FIELDS = frozenset({"type", "content", "encrypted_content", "signature", "tool_changes", "cache_control"})
+
+
+def _compaction_blocks(item: dict[str, Any]) -> list[Any]:
+    content = item.get("content")
+    return [b for b in content if _is(b, "compaction")] if isinstance(content, list) else []
+
+
+def _without_compaction(view: _View, index: int, item: dict[str, Any]) -> dict[str, Any]:
+    """The message less its compaction blocks (each checked here), for the schema to judge the rest."""
+    for block in _compaction_blocks(item):
+        strings = all(block.get(k) is None or isinstance(block.get(k), str) for k in ("content", "encrypted_content", "signature"))
+        if not strings or not COMPACTION_FIELDS.issuperset(block) or block.get("content") == "":
+            view.report(index, "invalid-shape", f"this {item.get('role')} message is not a valid "
+                        f"{WHAT[ANTHROPIC]}: a compaction block holds content, signature, encrypted_content "
+                        "(strings or null), tool_changes and cache_control only", what=WHAT[ANTHROPIC])
+    rest = [b for b in item["content"] if not _is(b, "compaction")]
+    return {**item, "content": rest or [{"type": "text", "text": "(compaction)"}]}
 
 
 def _shape_error(schema: str, value: Any) -> str | None:
@@ -364,8 +387,8 @@ def _anthropic_turns(view: _View) -> None:
             turns[-1][2].extend(blocks)
         else:
             turns.append((index, role, blocks))
-    if turns and turns[0][1] != "user":
-        view.report(turns[0][0], "first-not-user",
+    if turns and turns[0][1] != "user" and not (turns[0][2] and _is(turns[0][2][0], "compaction")):
+        view.report(turns[0][0], "first-not-user",  # (a compaction block stands for what it summarized)
                     f"the first message is {turns[0][1]}, not user")
     seen_ids: dict[str, int] = {}
     for position, (index, role, blocks) in enumerate(turns):

@@ -11,7 +11,10 @@ canonical reading, so a file is judged as its client sends it:
   ``compact_boundary`` (the earlier ones are not loaded), not on a sidechain,
   the lines of one reply (one ``message.id``) joined into one message. A
   Codex rollout is its ``response_item`` payloads, a reasoning item's
-  ``content: null`` left out as Codex leaves it out;
+  ``content: null`` left out as Codex leaves it out. With a provider
+  compaction record (core.formats.live_part) the request starts at the newest
+  one: an Anthropic ``compaction`` block, a Responses ``compaction`` item, a
+  Codex ``replacement_history`` (its items);
 * any other file is judged as ``compact --to P`` would write it;
 * a conversation-per-line dataset is one request per line.
 """
@@ -22,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.formats.base import Decoded, Losses
+from core.formats.anthropic import is_compaction
+from core.formats.base import Decoded, Losses, live_part
 from core.messages import Message, held_message, wire_message
 
 OPENAI, ANTHROPIC, RESPONSES = "openai", "anthropic", "responses"
@@ -90,13 +94,26 @@ def _native(decoded: Decoded, provider: str) -> WireRequest:
     if decoded.format == "claude-code":
         return claude_code_request(rows)
     request = WireRequest([], [])
+    live = live_part(decoded)
+    start = live["line"] if live is not None else 0  # the provider reads from its newest compaction record on
     for number, data in rows:
         if decoded.format == "anthropic":
             if "role" not in data and "system" in data:
                 request.system, request.system_line = data["system"], number
                 continue
-            item = data
+            if number < start and data.get("role") != "system":  # (a system message is the system parameter)
+                continue
+            item = data if number != start else _from_compaction_block(data)
+        elif number < start:
+            continue
         elif decoded.format == "codex":
+            payload = data.get("payload")
+            if data.get("type") == "compacted" and isinstance(payload, dict) \
+                    and isinstance(payload.get("replacement_history"), list):
+                for replaced in payload["replacement_history"]:  # what Codex resumes with
+                    request.items.append(codex_sent(replaced) if isinstance(replaced, dict) else replaced)
+                    request.lines.append(number)
+                continue
             if data.get("type") == "response_item" and isinstance(data.get("payload"), dict):
                 item = codex_sent(data["payload"])
             elif _bare_item(data):  # the 2025 layout: Responses items with no envelope
@@ -108,6 +125,14 @@ def _native(decoded: Decoded, provider: str) -> WireRequest:
         request.items.append(item)
         request.lines.append(number)
     return request
+
+
+def _from_compaction_block(data: dict[str, Any]) -> dict[str, Any]:
+    """The message holding the newest compaction block, as the API reads it: from that block on."""
+    content = data.get("content")
+    blocks = content if isinstance(content, list) else []
+    at = max((i for i, block in enumerate(blocks) if is_compaction(block)), default=0)
+    return {**data, "content": blocks[at:]} if at else data
 
 
 def _bare_item(data: dict[str, Any]) -> bool:

@@ -95,6 +95,7 @@ class TranscriptStats:
     largest: list[LargeMessage]
     read_tools: tuple[str, ...]
     uncounted: dict[str, int] = field(default_factory=lambda: {"messages": 0, "tokens": 0})
+    live_part: dict[str, Any] | None = None  # a provider compaction record: where the counted part starts
 
     @property
     def rereads(self) -> list[FileReads]:
@@ -121,6 +122,7 @@ class TranscriptStats:
             "tokens": self.tokens,
             "reply_priming": self.reply_priming,
             "uncounted": dict(self.uncounted),
+            "provider_compaction": self.live_part,
             "top": top,
             "by_role": [vars(r) for r in self.by_role],
             "by_tool": [{**vars(t), "tokens": t.tokens} for t in head(self.by_tool)],
@@ -166,13 +168,13 @@ def stats_file(
 ) -> TranscriptStats:
     """Read ``path`` (``-`` for stdin), count it as ``compact count`` does, and break the tokens down."""
     from core.api import open_counter
-    from core.formats import read_one
+    from core.formats import live_part, read_one
 
     transcript = read_one(path, stdin=stdin, command="compact stats")
     counter, choice = open_counter(config, use_cache=use_cache)
     try:
         counted = counter.count_messages(transcript.messages)
-        return transcript_stats(
+        stats = transcript_stats(
             counted,
             counter,
             encoder=choice,
@@ -180,6 +182,8 @@ def stats_file(
             read_tools=read_tools,
             graph_marker=config.graph_marker,
         )
+        stats.live_part = live_part(transcript)
+        return stats
     finally:
         if counter.cache is not None:
             counter.cache.close()

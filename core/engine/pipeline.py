@@ -21,6 +21,7 @@ from core.messages import (
     SYSTEM_ROLES,
     Message,
     has_text,
+    is_provider_record,
     is_summary,
     is_user_message,
     starts_with_marker,
@@ -251,7 +252,8 @@ def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
                    and not workspace.is_own(p)), None)
     earlier = [(p, "an earlier summary") for p in range(len(workspace.messages)) if structure.pinned[p]
-               and workspace.alive(p) and not workspace.is_own(p) and is_summary(workspace.messages[p])]
+               and workspace.alive(p) and not workspace.is_own(p) and is_summary(workspace.messages[p])
+               and not is_provider_record(workspace.messages[p])]  # (signed or encrypted: never cut)
     workspace.begin("clamp_pinned", 0)
     for position, what in ((newest, "the newest request"), *earlier, (system, "the first system message")):
         if position is None or budget.limit is None or not workspace.over_budget():  # no limit: never over

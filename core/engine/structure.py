@@ -20,6 +20,7 @@ from core.messages import (
     call_ids,
     call_name,
     countable_text,
+    is_provider_record,
     is_request,
     is_user_message,
     result_ids,
@@ -309,7 +310,8 @@ def _pins(messages: Sequence[Message], user_positions: Sequence[int], rules: Pin
         if (not message.data  # a skipped invalid line passes through untouched
                 or message.line is not None and message.line in rules.kept
                 or markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers)
-                or own and id(message) in own):
+                or own and id(message) in own
+                or is_provider_record(message)):  # a provider's compaction record: what it hides stays hidden
             pinned[i] = True
         elif rules.pin_summaries and message.extra and message.extra.get("summary"):
             pinned[i] = True  # an agent's own compaction summary: folded into ours, never dropped

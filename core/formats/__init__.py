@@ -37,7 +37,7 @@ element). An array of anything but objects is a one-line error naming the file.
 
 from __future__ import annotations
 
-from core.formats.base import Codec, Decoded, Line, Losses, number, serialise_lines
+from core.formats.base import Codec, Decoded, Line, Losses, live_part, number, serialise_lines
 from core.formats.conversion import convert, write
 from core.formats.detection import DATASET, OPENAI, SHAREGPT, detect, search, sniff
 from core.formats.reading import read, read_one
@@ -63,6 +63,6 @@ def recorded_model(decoded: Decoded) -> str | None:
 
 __all__ = [
     "DATASET", "OPENAI", "SHAREGPT", "STDIN", "USER_FIRST", "Codec", "Decoded", "Line", "Losses", "array_lines",
-    "codecs", "convert", "detect", "document_line", "get", "known_formats", "names", "number", "parse_array",
+    "codecs", "convert", "detect", "document_line", "get", "known_formats", "live_part", "names", "number", "parse_array",
     "read", "read_one", "recorded_model", "search", "serialise_lines", "sniff", "split_lines", "write",
 ]

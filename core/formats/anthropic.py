@@ -15,6 +15,16 @@ that compact wrote (``CUCA ...`` markers, ``[compact: ...]``) or an earlier
 compaction's summary ("This session is being continued ...") reads back as a
 system message, so a second run recognises it.
 
+A ``compaction`` block holding a summary (the Messages API's own compaction,
+beta ``compact-2026-01-12`` or ``compact-2026-09-04``) is where the API starts
+reading: every block before the newest one is ignored. Those lines (and the
+blocks before it on its line) are kept as they are and not read, like the
+history before Claude Code's ``compact_boundary``; the block itself is a
+summary that is pinned and written back byte for byte (its ``signature``
+covers its ``content``); the rest of its message is read as usual. A system
+line (or system message) is the request's ``system`` parameter, read wherever
+it stands.
+
 Writing back: untouched lines are copied; a changed line is rebuilt from its
 own blocks (unchanged blocks as they were, a rewritten result keeps its
 ``tool_use_id``, ``is_error`` and unknown fields). Messages compact adds are
@@ -29,19 +39,25 @@ from typing import Any
 from core.formats.base import (
     Codec,
     Decoded,
+    Insert,
     Item,
+    Keep,
     Line,
     Losses,
     Rebuild,
+    Step,
     changed,
     line_error,
     origin_message,
+    plan,
+    unread_before,
     write_back,
 )
 from core.io import jsonio
 from core.messages import (
     FAILED,
     PLACEHOLDER_PREFIX,
+    PROVIDER_RECORD,
     SUMMARY_MARKER,
     Message,
     arguments_value,
@@ -51,12 +67,13 @@ from core.messages import (
 # Blocks only the Anthropic API writes: a line holding one is evidence of the format.
 NATIVE_BLOCKS = frozenset({
     "tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "document",
-    "web_search_tool_result", "search_result",
+    "web_search_tool_result", "search_result", "compaction",
 })
 # User text compact wrote, or an agent's earlier compaction: read back as a system message.
 COMPACT_PREFIXES = ("CUCA ", PLACEHOLDER_PREFIX, SUMMARY_MARKER)
 CONTINUATION = "This session is being continued from a previous conversation"
 CARRIED = frozenset({"role", "content", "tool_calls", "tool_call_id", "tool_call_ids"})
+COMPACTION_RECORD = "Anthropic compaction block"  # extra[PROVIDER_RECORD] of the summary it makes
 
 
 # -- reading: blocks -> canonical -------------------------------------------------------------
@@ -124,6 +141,41 @@ def _text_piece(content: Any, owns: tuple[int, ...] | None) -> tuple[dict[str, A
     if text.startswith(COMPACT_PREFIXES):
         return {"role": "system", "content": content}, owns, {}
     return {"role": "user", "content": content}, owns, {}
+
+
+def is_compaction(block: Any) -> bool:
+    """A ``compaction`` block with a summary (one whose ``content`` is null is a failed compaction: a no-op)."""
+    return isinstance(block, dict) and block.get("type") == "compaction" and isinstance(block.get("content"), str)
+
+
+def newest_compaction(lines: Sequence[Line]) -> tuple[int, int] | None:
+    """(index in ``lines``, block index) of the newest compaction block: the API reads from there on."""
+    for at in range(len(lines) - 1, -1, -1):
+        data = lines[at].data
+        content = data.get("content") if data is not None and data.get("role") in ("user", "assistant") else None
+        if isinstance(content, list):
+            for index in range(len(content) - 1, -1, -1):
+                if is_compaction(content[index]):
+                    return at, index
+    return None
+
+
+def compaction_pieces(line: Line, data: dict[str, Any], index: int) -> list[Message]:
+    """The messages of the line holding the newest compaction block: the block as a summary, then the
+    blocks after it (the ones before it the API ignores, so they stay unread)."""
+    content = data["content"]
+    record = origin_message({"role": "system", "content": [content[index]]}, [line.number], owns=(index,),
+                            summary=True, **{PROVIDER_RECORD: COMPACTION_RECORD})
+    rest = content[index + 1:]
+    if not rest:
+        return [record]
+    if data["role"] == "assistant":
+        return [record, origin_message(assistant_data(rest), [line.number], owns=tuple(range(index + 1, len(content))))]
+    pieces = [record]
+    for canonical, owns, extra in user_pieces(rest):
+        shifted = tuple(i + index + 1 for i in owns or range(len(rest)))
+        pieces.append(origin_message(canonical, [line.number], owns=shifted, **extra))
+    return pieces
 
 
 # -- writing back: canonical -> blocks --------------------------------------------------------
@@ -282,7 +334,8 @@ class Anthropic(Codec):
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         messages: list[Message] = []
-        for line in lines:
+        boundary = newest_compaction(lines)
+        for at, line in enumerate(lines):
             data = line.data
             if data is None:
                 continue  # an invalid line kept verbatim (--skip-invalid)
@@ -291,8 +344,11 @@ class Anthropic(Codec):
                                  fix='each line is {"role": "user"|"assistant", "content": ...} or {"system": ...}')
             if _is_system_line(data):
                 messages.append(origin_message({"role": "system", "content": data["system"]}, [line.number]))
-            elif data["role"] == "system":
+            elif data["role"] == "system":  # (the system parameter too: sent wherever it stands)
                 messages.append(origin_message({"role": "system", "content": data["content"]}, [line.number]))
+            elif boundary is not None and at <= boundary[0]:
+                if at == boundary[0]:  # (the lines before it the API does not read: kept, not counted)
+                    messages.extend(compaction_pieces(line, data, boundary[1]))
             elif data["role"] == "assistant":
                 content = data["content"]
                 canonical = assistant_data(content) if isinstance(content, list) else {"role": "assistant", "content": content}
@@ -303,8 +359,43 @@ class Anthropic(Codec):
         return messages
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
-        return write_back(decoded, result, rebuild=self._rebuilt_line,
-                          insert=lambda message, _: [{"role": "user", "content": inserted_text(message)}])
+        boundary = newest_compaction(decoded.lines)
+        if boundary is None:
+            return write_back(decoded, result, rebuild=self._rebuilt_line, insert=_inserted)
+        return self._write_around(list(plan(decoded, result)), decoded.lines[boundary[0]].number, boundary[1] + 1)
+
+    def _write_around(self, steps: list[Step], number_: int, cut: int) -> Iterator[Item]:
+        """Write the plan, with compact's additions that land just before the compaction block's line moved
+        after the block (before it the API would not read them), its line split there when need be."""
+        at = next(i for i, step in enumerate(steps) if getattr(step, "line", None) is not None
+                  and step.line.number == number_)  # type: ignore[union-attr]
+        first_moved = at
+        while first_moved > 0 and isinstance(steps[first_moved - 1], Insert):
+            first_moved -= 1
+        for step in steps[:first_moved]:
+            yield from self._items(step)
+        moved = steps[first_moved:at]
+        step = steps[at]
+        if not moved:
+            yield from self._items(step)
+        else:
+            data = step.line.data or {}  # type: ignore[union-attr]
+            content = data["content"] if isinstance(step, Keep) else (self._rebuilt_line(step) or [data])[0]["content"]  # type: ignore[arg-type]
+            yield {**data, "content": content[:cut]}
+            for added in moved:
+                yield from self._items(added)
+            if content[cut:]:
+                yield {**data, "content": content[cut:]}
+        for step in steps[at + 1:]:
+            yield from self._items(step)
+
+    def _items(self, step: Step) -> Iterator[Item]:
+        if isinstance(step, Keep):
+            yield step.line.source
+        elif isinstance(step, Insert):
+            yield from _inserted(step.message, None)
+        elif isinstance(step, Rebuild):
+            yield from self._rebuilt_line(step)
 
     def _rebuilt_line(self, step: Rebuild) -> list[dict[str, Any]]:
         rebuilt = self._rebuild(step.line.data or {}, step.pieces)
@@ -316,6 +407,8 @@ class Anthropic(Codec):
             return None if after is None else {**data, "system": after.data.get("content")}
         if data["role"] == "system":
             return None if after is None else {**data, "content": after.data.get("content")}
+        if data["role"] == "assistant" and before.extra.get(PROVIDER_RECORD):
+            return {**data, "content": _after_compaction(data["content"], pieces)}
         if data["role"] == "assistant":
             if after is None:
                 return None
@@ -329,11 +422,29 @@ class Anthropic(Codec):
         content = user_content(data["content"], pieces)
         return None if content is None else {**data, "content": content}
 
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
+        return unread_before(super().unread(decoded), decoded,
+                             "lines before the newest compaction block (the API does not read them)")
+
     def render(self, messages: Sequence[Message], losses: Losses) -> Iterator[dict[str, Any]]:
         from core.formats.anthropic_render import render_traced  # it builds on this module's blocks
 
         for _, item in render_traced(messages, losses):
             yield item
+
+
+def _inserted(message: Message, _near: Any) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": inserted_text(message)}]
+
+
+def _after_compaction(content: list[Any], pieces: Sequence[tuple[Message, Message | None]]) -> list[Any]:
+    """An assistant line holding the compaction block: everything up to the block as it was, then the rest."""
+    cut = pieces[0][0].extra["owns"][0] + 1
+    tail: list[Any] = []
+    for before, after in pieces[1:]:
+        if after is not None:
+            tail = [block for _, block in assistant_blocks(before.data, after.data, list(enumerate(content))[cut:])]
+    return content[:cut] + tail
 
 
 CODEC = Anthropic()

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from core.errors import InputError
 from core.io import jsonio
 from core.io.rawinput import Line  # one line of the input, as core.io.rawinput reads it
-from core.messages import FAILED, Message, tool_calls
+from core.messages import FAILED, PROVIDER_RECORD, Message, tool_calls
 
 
 @dataclass
@@ -248,6 +248,26 @@ class Codec:
     def serialise(self, items: Iterable[dict[str, Any] | bytes | memoryview]) -> Iterator[bytes]:
         """The bytes of :meth:`encode`'s output: one JSON object per line (a one-document format overrides it)."""
         return serialise_lines(items)
+
+
+def live_part(decoded: Decoded) -> dict[str, Any] | None:
+    """Where the provider's newest compaction record stands (its kind and line) and how many lines
+    before it the provider no longer reads (not decoded, not counted); None without one."""
+    record = next((m for m in decoded.messages if m.extra.get(PROVIDER_RECORD)), None)
+    if record is None or record.line is None:
+        return None
+    before = sum(1 for line in decoded.lines if line.data is not None and line.number < record.line)
+    return {"record": record.extra[PROVIDER_RECORD], "line": record.line, "lines_before": before}
+
+
+def unread_before(unread: list[tuple[str, int]], decoded: Decoded, what: str) -> list[tuple[str, int]]:
+    """``unread`` (the codec's lines that are no message) with the lines before the provider record,
+    which the provider no longer reads, counted apart as ``what``."""
+    live = live_part(decoded)
+    if live is None:
+        return unread
+    before = live["lines_before"]
+    return [(kind, count - before if n == 0 else count) for n, (kind, count) in enumerate(unread)] + [(what, before)]
 
 
 # A result answered in the parent session (a Claude Code sidechain's or resumed session's) has no

@@ -6,7 +6,12 @@ The envelope layout (current Codex, 0.47 in the real sample): every line ``{time
   :mod:`core.formats.responses` reads them (calls pair by ``call_id``,
   reasoning kept verbatim with its encrypted content).
 * ``compacted`` lines (an earlier compaction by Codex) read as a summary:
-  a system message holding ``payload.message``.
+  a system message holding ``payload.message``. One with a
+  ``replacement_history`` (a remote compaction: the user messages and OpenAI's
+  encrypted ``compaction`` item) replaces the history when Codex resumes, as a
+  ``compaction`` item replaces what came before it: the lines before the newest
+  of either are kept as they are and not read, and it is a summary of that
+  history's text, pinned and never edited.
 * ``session_meta``, ``turn_context``, other ``event_msg`` lines and unknown
   types pass through in place.
 * ``event_msg`` lines that copy a message's text (``user_message``,
@@ -58,6 +63,7 @@ from core.formats.base import (
     note_failed,
     now_stamp,
     origin_message,
+    unread_before,
     write_back,
 )
 from core.formats.responses import CODEC as RESPONSES
@@ -65,13 +71,16 @@ from core.formats.responses import (
     ItemReader,
     accepts_item,
     custom_call_ids,
+    is_compaction_item,
     knows_item,
     rebuilt_items,
     render_items,
 )
-from core.messages import Message, tool_calls
+from core.formats.responses_items import canonical_parts
+from core.messages import PROVIDER_RECORD, Message, tool_calls
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+REPLACEMENT_RECORD = "Codex replacement history"  # extra[PROVIDER_RECORD] of a compacted line that has one
 HARNESS_PREFIXES = ("# AGENTS.md instructions for", "<environment_context>", "<user_instructions>", "<INSTRUCTIONS>")
 
 
@@ -185,7 +194,7 @@ class Codex(Codec):
             return _decode_legacy(lines, path)
         reader = ItemReader(path, harness=is_harness)
         events: list[tuple[int, tuple[str, str]]] = []
-        for line in lines:
+        for line in lines[_history_start(lines):]:
             data = line.data
             if data is None:
                 continue
@@ -197,6 +206,9 @@ class Codex(Codec):
             kind, payload = data["type"], data["payload"]
             if kind == "response_item":
                 reader.add(line, payload)
+            elif kind == "compacted" and isinstance(payload.get("replacement_history"), list):
+                reader.flush()
+                reader.messages.append(_replacement(line, payload["replacement_history"]))
             elif kind == "compacted" and isinstance(payload.get("message"), str):
                 reader.flush()
                 reader.messages.append(origin_message({"role": "system", "content": payload["message"]},
@@ -208,6 +220,10 @@ class Codex(Codec):
         messages = reader.finish()
         _link_copies(messages, events)
         return messages
+
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
+        return unread_before(super().unread(decoded), decoded,
+                             "rollout lines before the newest compaction (Codex resumes from it)")
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
         if _legacy(decoded.lines):
@@ -255,6 +271,31 @@ def _uncounted(line: Line) -> Iterator[Item]:
         yield {**data, "payload": {**data["payload"], "info": None}}
     else:
         yield line.source
+
+
+def _history_start(lines: Sequence[Line]) -> int:
+    """The index of the newest ``compaction`` item or ``replacement_history`` line (0 when none)."""
+    for at in range(len(lines) - 1, -1, -1):
+        data = lines[at].data or {}
+        payload = data.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if data["type"] == "response_item" and is_compaction_item(payload) \
+                or data["type"] == "compacted" and isinstance(payload.get("replacement_history"), list):
+            return at
+    return 0
+
+
+def _replacement(line: Line, history: list[Any]) -> Message:
+    """A ``replacement_history`` as one summary: its messages' text and its compaction items, in order."""
+    parts: list[Any] = []
+    for item in history:
+        if is_compaction_item(item):
+            parts.append(item)
+        elif isinstance(item, dict) and item.get("type", "message") == "message":
+            parts.extend(p for p in canonical_parts(item.get("content")) if isinstance(p, dict) and p.get("type") == "text")
+    return origin_message({"role": "system", "content": parts}, [line.number], summary=True,
+                          layout=((line.number, "compacted"),), **{PROVIDER_RECORD: REPLACEMENT_RECORD})
 
 
 # --- the 2025 layout -----------------------------------------------------------------------------

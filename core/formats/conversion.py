@@ -6,9 +6,11 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.formats.anthropic import is_compaction
 from core.formats.base import Decoded, Losses
 from core.formats.detection import OPENAI
 from core.formats.registry import get
+from core.formats.responses import is_compaction_item
 from core.messages import CUSTOM_CALL, Message, result_ids, tool_calls
 
 
@@ -28,6 +30,9 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     for what, dropped in get(decoded.format).unread(decoded):
         if dropped:
             losses.add(what, dropped)
+    result = [as_summary_text(message, losses) for message in result]
+    if target not in CARRIES_COMPACTION_ITEMS:
+        result = [kept for kept in (without_compaction_items(m, losses) for m in result) if kept is not None]
     if target != OPENAI:
         title = get(target).title
         result = [portable(message, losses, title) for message in result]
@@ -38,6 +43,39 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
             losses.add(CUSTOM_AS_ARGUMENT, custom)
     items = list(get(target).render(result, losses))
     return items, losses.as_list()
+
+
+# Only the Messages API reads its compaction block (and checks its signature): elsewhere its summary is text.
+COMPACTION_AS_TEXT = "Anthropic compaction blocks (signed, read by the Messages API only), written as their summary text"
+
+
+def as_summary_text(message: Message, losses: Losses) -> Message:
+    """A summary holding Anthropic compaction blocks, written fresh: their summaries as its text."""
+    content = message.data.get("content")
+    if not isinstance(content, list) or not any(is_compaction(p) for p in content):
+        return message
+    blocks = [p for p in content if is_compaction(p)]
+    losses.add(COMPACTION_AS_TEXT, len(blocks))
+    parts = [{"type": "text", "text": p["content"]} if p in blocks else p for p in content]
+    text = parts[0]["text"] if len(parts) == 1 else parts
+    return Message({**message.data, "content": text}, message.line, None, 0, message.extra)
+
+
+# OpenAI's compaction item is encrypted for OpenAI: only a Responses input carries it.
+CARRIES_COMPACTION_ITEMS = frozenset({"responses", "codex"})
+COMPACTION_ITEMS_LEFT_OUT = "OpenAI's encrypted compaction summaries (readable by OpenAI only), left out"
+
+
+def without_compaction_items(message: Message, losses: Losses) -> Message | None:
+    """A message less its OpenAI compaction items (None when nothing else was in it), counted as lost."""
+    content = message.data.get("content")
+    if not isinstance(content, list) or not any(is_compaction_item(p) for p in content):
+        return message
+    rest = [p for p in content if not is_compaction_item(p)]
+    losses.add(COMPACTION_ITEMS_LEFT_OUT, len(content) - len(rest))
+    if not rest and not tool_calls(message.data):
+        return None
+    return Message({**message.data, "content": rest}, message.line, None, 0, message.extra)
 
 
 # The targets that have custom (free-form) tool calls; the others get an ordinary call whose one

@@ -21,6 +21,11 @@ How items become canonical messages:
   the ``call_id``; each ``*_call_output`` is a ``tool`` message answering it.
   Pairing, orphan warnings and ``--repair`` therefore speak of call_ids.
 * Any other item type passes through in place, untouched and never removed.
+* A ``compaction`` item (what ``/responses/compact`` or ``context_management``
+  compaction returns: opaque ``encrypted_content``) is a summary, pinned, never
+  edited or moved, counted as 0 tokens (its content is unreadable). The server
+  needs nothing before the newest one: those items are kept in place as they
+  are and not read (not counted, not compacted).
 
 Writing back, each line is kept byte for byte unless its message changed;
 a changed item keeps every field it had and only its content, output or
@@ -47,6 +52,7 @@ from core.formats.base import (
     note_failed,
     origin_message,
     says_nothing,
+    unread_before,
     write_back,
 )
 from core.formats.responses_items import (
@@ -73,9 +79,23 @@ from core.formats.responses_items import (
     with_call,
 )
 from core.io import jsonio
-from core.messages import CUSTOM_CALL, Message, result_ids, tool_calls
+from core.messages import CUSTOM_CALL, PROVIDER_RECORD, Message, result_ids, tool_calls
+
+COMPACTION_RECORD = "OpenAI compaction item"  # extra[PROVIDER_RECORD] of the summary it makes
 
 # --- reading -----------------------------------------------------------------------------------
+
+def is_compaction_item(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("type") == COMPACTION and isinstance(item.get("encrypted_content"), str)
+
+
+def newest_compaction_item(lines: Sequence[Line]) -> int:
+    """The index in ``lines`` of the newest compaction item (0 when none): the server needs nothing before it."""
+    for at in range(len(lines) - 1, -1, -1):
+        if is_compaction_item(lines[at].data):
+            return at
+    return 0
+
 
 class ItemReader:
     """Turns Responses items, in file order, into canonical messages.
@@ -96,10 +116,11 @@ class ItemReader:
         if not isinstance(item, dict):
             raise line_error(self.path, line, "this Responses item is not a JSON object")
         kind = item_kind(item)
-        if item.get("type") == COMPACTION and isinstance(item.get("encrypted_content"), str):
+        if is_compaction_item(item):
             self.flush()  # an earlier compaction's summary: opaque, but a summary (never summarised again)
             self.messages.append(origin_message({"role": "system", "content": [item]}, [line.number], summary=True,
-                                                layout=((line.number, COMPACTION),)))
+                                                layout=((line.number, COMPACTION),),
+                                                **{PROVIDER_RECORD: COMPACTION_RECORD}))
             return
         if kind == OTHER:
             return  # passes through in place
@@ -264,13 +285,7 @@ def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = 
         losses.add("legacy function results (no call id)")
         return []
     if role != "assistant":
-        role = role if role in MESSAGE_ROLES else "user"
-        parts = as_parts(content)
-        carried = [p for p in parts if isinstance(p, dict) and p.get("type") == COMPACTION]
-        rest = [p for p in parts if p not in carried]
-        message = [{"type": "message", "role": role, "content": native_content(rest if carried else content, None,
-                                                                                 "input_text", losses)}]
-        return carried + (message if rest or not carried else [])
+        return _input_items(role if role in MESSAGE_ROLES else "user", content, losses)
     items: list[dict[str, Any]] = []
     text: list[Any] = []
     for part in as_parts(content):
@@ -298,6 +313,26 @@ def render_items(data: dict[str, Any], losses: Losses, custom: frozenset[str] = 
         losses.add("legacy function calls (no call id)")
     if not items and says_nothing(data):
         losses.add(EMPTY_LEFT_OUT)
+    return items
+
+
+def _input_items(role: str, content: Any, losses: Losses) -> list[dict[str, Any]]:
+    """A message of ``role`` as input items: its compaction items carried as they are, in their place
+    among its text (a Codex replacement history: the user messages, then the item)."""
+    parts = as_parts(content)
+    if not any(is_compaction_item(p) for p in parts):
+        return [{"type": "message", "role": role, "content": native_content(content, None, "input_text", losses)}]
+    items: list[dict[str, Any]] = []
+    run: list[Any] = []
+    for part in [*parts, None]:
+        if part is not None and not is_compaction_item(part):
+            run.append(part)
+            continue
+        if run:
+            items.append({"type": "message", "role": role, "content": native_content(run, None, "input_text", losses)})
+            run = []
+        if part is not None:
+            items.append(part)
     return items
 
 
@@ -338,10 +373,14 @@ class Responses(Codec):
 
     def decode(self, lines: list[Line], path: str) -> list[Message]:
         reader = ItemReader(path)
-        for line in lines:
+        for line in lines[newest_compaction_item(lines):]:
             if line.data is not None:
                 reader.add(line, line.data)
         return reader.finish()
+
+    def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
+        return unread_before(super().unread(decoded), decoded,
+                             "items before the newest compaction item (the server no longer needs them)")
 
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
         return write_back(decoded, result, rebuild=_rebuilt_line,

@@ -30,6 +30,7 @@ from core.messages import (
     call_arguments,
     call_name,
     content_text,
+    is_provider_record,
     is_summary,
     original_data,
     tool_calls,
@@ -480,6 +481,8 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
+    if previous_at is not None and is_provider_record(workspace.messages[previous_at]):
+        previous_text = "\n" + previous_text  # a provider's summary has no marker line: all of it is the body
     previous = parse_previous(previous_text)
     facts = list(dict.fromkeys([*previous.facts, *extract_facts(span)]))[-MAX_FACTS:]
     # Turns are numbered from the start of the conversation: an earlier summary already covers some.
@@ -613,8 +616,9 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
 
 def _folds(workspace: Workspace, previous_at: int | None) -> bool:
     """Whether the new summary takes the place of the earlier one at ``previous_at`` (else it goes beside it)."""
-    return previous_at is not None and (workspace.is_own(previous_at) or workspace.trace
-                                        or not workspace.pinned(previous_at))
+    if previous_at is None or is_provider_record(workspace.messages[previous_at]):  # (its bytes are signed)
+        return False
+    return workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)
 
 
 def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
