@@ -25,7 +25,15 @@ from core.messages import (
     is_user_message,
     starts_with_marker,
 )
-from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
+from core.report import (
+    GIVE_BACK,
+    BudgetReport,
+    CompressionReport,
+    EncoderReport,
+    Floor,
+    Usage,
+    line_ranges,
+)
 from core.strategies.drop_old_thinking import THINKING_BLOCKS
 
 # The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
@@ -330,8 +338,9 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
     # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
     # thinking behind a change is discarded or refused by the APIs; a repair is what the API takes.
     stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking", "thinking_after_change", "repair"}
-    workspace.begin("give_back", 0)
+    workspace.begin(GIVE_BACK, 0)
     cut_one = False
+    given: list[int] = []  # the original lines of what was given back
     for position in range(len(workspace.messages) - 1, -1, -1):
         original = workspace.restorable(position)
         if original is None or workspace.rewritten_by(original) & stale or workspace.pinned(position):
@@ -339,11 +348,16 @@ def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
         current = workspace.messages[position]
         if workspace.live_tokens + original.tokens - current.tokens <= aim:
             workspace.restore(position, original)
-        elif not cut_one:
-            cut_one = _give_back_in_part(workspace, position, original, aim)
-    outcome = workspace.end("gave back rewritten messages, newest first, while they fit the budget")
+        elif cut_one or not _give_back_in_part(workspace, position, original, aim):
+            continue
+        else:
+            cut_one = True  # (only one message comes back in part)
+        if original.line is not None:
+            given.append(original.line)
+    where = f" (line(s) {line_ranges(given)})" if given else ""
+    outcome = workspace.end(f"gave back rewritten messages{where}, newest first, while they fit the budget")
     if outcome.acted:
-        actions.append(_action("give_back", 0, outcome))
+        actions.append(_action(GIVE_BACK, 0, outcome))
 
 
 # A message given back in part brings at least this many tokens more than its placeholder.
