@@ -20,6 +20,7 @@ from tests.helpers import (
     msg,
     read_messages,
     result,
+    run_core,
     shared_counter,
     write_messages,
 )
@@ -57,10 +58,11 @@ def test_a_tool_pin_does_not_keep_another_tools_result_under_a_reused_id(realdat
 # -- a property: no summary line joins a call with a result the reader did not pair with it ----
 
 IDS = st.sampled_from(["c0", "c1", "c2"])  # few ids: reused all the time
+PADDING = " ".join(["padding"] * 60)  # long enough that clearing a result saves tokens
 ANSWERS = st.sampled_from([
-    "Error: fault {m} seen",  # an error line
-    '{{"booking": "{m}"}}',  # a record: its ids
-    "The answer code is {m} for this one.",  # a fact stated in the output
+    "Error: fault {m} seen\n" + PADDING,  # an error line
+    '{{"booking": "{m}", "notes": "' + PADDING + '"}}',  # a record: its ids
+    "The answer code is {m} for this one.\n" + PADDING,  # a fact stated in the output
 ])
 
 
@@ -94,6 +96,7 @@ def reused_ids(draw: Any) -> tuple[list[dict[str, Any]], set[tuple[int, int]]]:
 
 
 _CALLED = re.compile(r"\btool_(\d+)\b")
+_CLEARED = re.compile(r"^\[compact: tool result of tool_(\d+) ")
 _ANSWER = re.compile(r"\bR(\d+)Q\b")
 
 
@@ -109,6 +112,19 @@ def test_no_summary_line_joins_a_call_with_a_result_it_was_not_paired_with(
         for k in _CALLED.findall(line):
             for m in _ANSWER.findall(line):
                 assert (int(k), int(m)) in pairs, line
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reused_ids())
+def test_a_cleared_result_names_the_call_it_was_paired_with(
+        case: tuple[list[dict[str, Any]], set[tuple[int, int]]]) -> None:
+    messages, pairs = case
+    out = run_core(messages, max_tokens=60, strategies=["clear_tool_results:keep_pairs=0,keep_recent=0"])
+    answers = [i for i, m in enumerate(messages, 1) if m["role"] == "tool"]  # line of result m is answers[m - 1]
+    for message in out.messages:
+        named = _CLEARED.match(str(message.data.get("content")))
+        if named and message.line is not None:
+            assert (int(named.group(1)), answers.index(message.line) + 1) in pairs, message.data["content"]
 
 
 def test_the_run_summary_says_each_reused_id_result_with_its_own_call(tmp_path: Path) -> None:

@@ -50,14 +50,13 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         and not placeholders.is_placeholder(messages[position])
     ]
     candidates, unused = _unused_first(workspace, candidates)
-    call_of = {result: key for key, answered in structure.results_of_call.items() for result in answered}
     cleared = 0
     for position in candidates:
         if not workspace.should_continue():
             break
         message = messages[position]
         tool, target, quoting, asked = "", "", False, set[str]()
-        key = call_of.get(position)
+        key = next(iter(structure.answered_by.get(position, ())), None)  # the call it answers (the first)
         if key is not None:
             call = call_with_id(messages[key[0]].data, key[1])
             if call is not None:
