@@ -67,7 +67,7 @@ def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:
         if by_count:
             gone_by_turn.append((start, gone))
         elif placeholder:
-            workspace.insert(start, _placeholder(workspace, [_part(workspace, gone, _stage(workspace, gone))]))
+            _place_one(workspace, start, gone)
     also = _place_within_count(workspace, gone_by_turn) if gone_by_turn else ""
     return f"offloaded {moved} turn(s), {messages} message(s), to the store{also}"
 
@@ -78,7 +78,7 @@ def _place_within_count(workspace: Workspace, gone_by_turn: list[tuple[int, list
     Returns what the step's detail adds."""
     if not workspace.over_budget(0, len(gone_by_turn)):
         for start, gone in gone_by_turn:
-            workspace.insert(start, _placeholder(workspace, [_part(workspace, gone, _stage(workspace, gone))]))
+            _place_one(workspace, start, gone)
         return ""
     earlier = [p for p, m in enumerate(workspace.messages)
                if workspace.alive(p) and workspace.is_own(p) and m.extra.get(OFFLOADED)]
@@ -90,8 +90,13 @@ def _place_within_count(workspace: Workspace, gone_by_turn: list[tuple[int, list
         return "; no placeholder: the pinned messages fill the message budget"
     gone = [p for _, turn in gone_by_turn for p in turn]
     parts.append(_part(workspace, gone, _stage(workspace, gone)))
-    workspace.insert(min([*earlier, gone_by_turn[0][0]]), _placeholder(workspace, parts))
+    workspace.insert(min([*earlier, gone_by_turn[0][0]]), _placeholder(parts))
     return f"; one placeholder for them{f' and the {len(earlier)} earlier' if earlier else ''}"
+
+
+def _place_one(workspace: Workspace, start: int, gone: list[int]) -> None:
+    """The placeholder of one turn's messages (``gone``), before the turn's start."""
+    workspace.insert(start, _placeholder([_part(workspace, gone, _stage(workspace, gone))]))
 
 
 def _stage(workspace: Workspace, gone: list[int]) -> str:
@@ -112,16 +117,15 @@ def _part(workspace: Workspace, gone: list[int], handle: str) -> _Part:
     return _Part(tuple(turns), tuple(lines), len(gone), handle, gist)
 
 
-def _placeholder(workspace: Workspace, parts: Sequence[_Part]) -> Message:
+def _placeholder(parts: Sequence[_Part]) -> Message:
     lines = [line for part in parts for line in part.lines]
     count = sum(part.count for part in parts)
     low, high = (min(lines), max(lines)) if lines else (None, None)
     where = "" if not lines else f", line {low}" if low == high else f", lines {low}-{high}"
     turns = sorted({turn for part in parts for turn in part.turns})
     # One handle per step: `compact recall --id` prints every message it moved, in order.
-    recall = parts[0].handle if len(parts) == 1 else ", ".join(
-        f"--id {part.handle} ({_turns_text(part.turns)})" if i else f"{part.handle} ({_turns_text(part.turns)})"
-        for i, part in enumerate(parts))
+    recall = parts[0].handle if len(parts) == 1 else ", --id ".join(
+        f"{part.handle} ({_turns_text(part.turns)})" for part in parts)
     # What was asked, before what was said in reply (a turn whose request stays pinned).
     gists = sorted((part.gist for part in parts if part.gist), key=lambda gist: not gist.startswith("asked"))
     gist = f"; {gists[0]}" if gists else ""
