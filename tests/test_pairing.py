@@ -142,3 +142,15 @@ def test_the_run_summary_says_each_reused_id_result_with_its_own_call(tmp_path: 
     summary = _summary(read_messages(outcome.stdout))
     assert "- update_booking(OBUT9V): Error: balance too low" in summary
     assert "get_booking(AQLBTL): Error" not in summary
+
+
+def test_a_swe_agent_result_is_read_with_its_call_and_without_the_shells_footer(realdata: Path) -> None:
+    """SWE-agent answers through a `tool_call_ids` list: the summary read those results as having
+    no call. Paired now, a command's line says what it met, not the prompt SWE-agent appends
+    ("(Open file: n/a)", "(Current directory: /testbed)", "bash-$")."""
+    outcome = invoke(str(realdata / "openai-chat/swe-agent-marshmallow-1867.jsonl"), "--max-tokens", "3000",
+                     "--strategy", "summarize")
+    assert outcome.exit_code == 0, outcome.output
+    summary = _summary(read_messages(outcome.stdout))
+    assert "bash-$" not in summary and "(Current directory:" not in summary
+    assert "- ran `ls -F` → CONTRIBUTING.rst README.rst examples/ setup.py" in summary
