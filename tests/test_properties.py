@@ -134,13 +134,11 @@ def test_offload_placeholders_keep_a_message_budget(messages: list[dict[str, Any
     with tempfile.TemporaryDirectory() as folder, OffloadStore.open(Path(folder) / "s.db", create=True) as store:
         out = run_core(messages, max_messages=max_messages, strategies=[f"offload:turns={turns}"],
                        seams=Seams(store=store))
-    current = max(i for i, m in enumerate(messages, 1) if m["role"] == "user")
-    if len(out.messages) > max_messages and out.report["budget"]["floor"]["messages"] <= max_messages:
-        pins = {next((i for i, m in enumerate(messages, 1) if m["role"] == "system"), None),
-                next(i for i, m in enumerate(messages, 1) if m["role"] == "user")}  # the system prompt, the task
-        assert {m.line for m in out.messages if m.line is not None and m.line < current} <= pins
+    starts = [i for i, m in enumerate(messages, 1) if m["role"] == "user" and str(m["content"]).strip()]  # turns
+    if starts and len(out.messages) > max_messages and out.report["budget"]["floor"]["messages"] <= max_messages:
+        pins = {next((i for i, m in enumerate(messages, 1) if m["role"] == "system"), None), starts[0]}
+        assert {m.line for m in out.messages if m.line is not None and m.line < starts[-1]} <= pins
         assert sum(1 for m in out.messages if m.line is None) <= 1
-    starts = [i for i, m in enumerate(messages, 1) if m["role"] == "user" and str(m["content"]).strip()]
     turn_of_line = {line: sum(1 for s in starts if s <= line) for line in range(1, len(messages) + 1)}
     for message in out.messages:
         said = re.match(r"\[compact: turns? ([\d, -]+) offloaded \(\d+ messages?, lines? (\d+)(?:-(\d+))?\)",
