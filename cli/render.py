@@ -8,6 +8,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from core.report import GIVE_BACK, line_ranges
+
 BAR_WIDTH = 20
 DETAIL_CHARS = 120
 
@@ -213,36 +215,25 @@ def print_table(report: dict[str, Any], console: Console, *, compacted: bool = T
     console.print(usage_table(report, compacted=compacted))
 
 
-def _ranges(lines: list[int]) -> str:
-    """2, 3, 4, 7 -> "2-4, 7"."""
-    spans: list[list[int]] = []
-    for line in sorted(set(lines)):
-        if spans and line == spans[-1][1] + 1:
-            spans[-1][1] = line
-        else:
-            spans.append([line, line])
-    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
-
-
 def plan_lines(report: dict[str, Any]) -> list[str]:
-    """What a --dry-run would do, per strategy and pass: original lines and tokens saved."""
+    """What a --dry-run would do, per strategy and pass: the figures of the run's table (what each
+    step removed, rewrote and added, the tokens saved, what it did) and the original lines."""
     lines = [f"dry run: {report['input']} — nothing written"]
     for action in report["actions"]:
-        step = [e for e in report["removed"] if e["strategy"] == action["strategy"] and e["pass"] == action["pass"]]
-        removed = [e["line"] for e in step if e["action"] == "removed" and e["line"] is not None]
-        rewritten = [e["line"] for e in step if e["action"] == "rewritten" and e["line"] is not None]
         head = f"{action['strategy']} (pass {action['pass']}):"
         if action["error"]:
             lines.append(f"{head} would fail: {action['error']}")
             continue
+        step = [e for e in report["removed"] if e["strategy"] == action["strategy"] and e["pass"] == action["pass"]]
         what = []
-        if removed:
-            what.append(f"would remove line(s) {_ranges(removed)}")
-        if rewritten:
-            what.append(f"would rewrite line(s) {_ranges(rewritten)}")
+        for verb, kind, count in (("remove", "removed", action["messages_removed"]),
+                                  ("rewrite", "rewritten", action["messages_changed"])):
+            if count:
+                entries = [e for e in step if e["action"] == kind]
+                what.append(f"would {verb} {count:,} message(s){_which(entries, count, action['strategy'])}")
         if action["messages_added"]:
-            what.append(f"would add {action['messages_added']} message(s)")
-        lines.append(f"{head} {'; '.join(what) or 'no change'}; saves {action['tokens_saved']:,} tokens")
+            what.append(f"would add {action['messages_added']:,} message(s)")
+        lines.append(f"{head} {'; '.join(what) or 'no change'}; saves {action['tokens_saved']:,} tokens: {action['detail']}")
     for skipped in report["skipped"]:
         lines.append(f"{skipped['strategy']}: skipped ({skipped['reason']})")
     budget = report["budget"]
@@ -257,3 +248,17 @@ def plan_lines(report: dict[str, Any]) -> list[str]:
         verdict = f"the budget ({budget['description']}) would be met: {after['messages']:,} messages, {after['tokens']:,} tokens"
     lines.append(verdict)
     return lines
+
+
+def _which(entries: list[dict[str, Any]], count: int, strategy: str) -> str:
+    """The original lines of a step's ``count`` messages, as the ledger has them: compact's own
+    messages have none, and a rewrite given back later (or by this very step) is not in it."""
+    lines = [e["line"] for e in entries if e["line"] is not None]
+    said = [f"line(s) {line_ranges(lines)}"] if lines else []
+    own = len(entries) - len(lines)
+    if own:
+        said.append(f"{own} compact wrote")
+    back = count - len(entries)
+    if back > 0:
+        said.append(f"{back} put back as the input had them" if strategy == GIVE_BACK else f"{back} given back later")
+    return f" ({'; '.join(said)})" if said else ""

@@ -9,7 +9,7 @@ every other field alone.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, SupportsBytes
 
@@ -243,6 +243,61 @@ def result_ids(data: Mapping[str, Any]) -> list[str]:
     if isinstance(many, list):
         return [str(i) for i in many]
     return []
+
+
+# The legacy `function_call` has no id: a `function` message answers the nearest one before it.
+LEGACY_CALL = "function_call"
+
+CallKey = tuple[int, str]  # (the position of the message making a call, the call's id)
+
+
+def call_keys(data: Mapping[str, Any]) -> list[str]:
+    """What a message's calls are answered by: their ids, and LEGACY_CALL for a legacy ``function_call``."""
+    keys = call_ids(data)
+    if data.get("role") == "assistant" and isinstance(data.get("function_call"), Mapping):
+        keys.append(LEGACY_CALL)
+    return keys
+
+
+def result_keys(data: Mapping[str, Any]) -> list[str]:
+    return [LEGACY_CALL] if data.get("role") == "function" else result_ids(data)
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """Which results answer which calls in one message list (positions are list indexes)."""
+
+    results_of_call: dict[CallKey, list[int]]  # every call, with its results in order (none: an orphan call)
+    answered_by: dict[int, list[CallKey]]  # each result, with the calls it answers
+    orphan_results: list[int]  # results with no call before them (once per id they name)
+
+
+def call_with_id(data: Mapping[str, Any], call_id: str) -> Mapping[str, Any] | None:
+    """The tool call of ``data`` a pairing key ``(position, call_id)`` names (None for a legacy ``function_call``)."""
+    return next((c for c in tool_calls(data) if str(c.get("id")) == call_id), None)
+
+
+def pair_calls(messages: Sequence[Mapping[str, Any]]) -> Pairing:
+    """Each call's results and each result's calls: the one pairing every step asks.
+
+    By position, not by id alone: real transcripts reuse call ids (tau-bench does), so a result
+    answers the nearest call with its id before it (docs/formats.md)."""
+    latest_call: dict[str, int] = {}
+    results_of_call: dict[CallKey, list[int]] = {}
+    answered_by: dict[int, list[CallKey]] = {}
+    orphan_results: list[int] = []
+    for i, data in enumerate(messages):
+        for cid in call_keys(data):
+            latest_call[cid] = i
+            results_of_call.setdefault((i, cid), [])
+        for rid in result_keys(data):
+            owner = latest_call.get(rid)
+            if owner is None:
+                orphan_results.append(i)
+                continue
+            results_of_call[(owner, rid)].append(i)
+            answered_by.setdefault(i, []).append((owner, rid))
+    return Pairing(results_of_call, answered_by, orphan_results)
 
 
 def call_name(call: Mapping[str, Any]) -> str:

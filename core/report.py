@@ -13,6 +13,19 @@ from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import Budget
 
 REPORT_VERSION = 1
+# The closing step that puts back what earlier steps rewrote, when later ones made room (its name in ``actions``).
+GIVE_BACK = "give_back"
+
+
+def line_ranges(lines: list[int]) -> str:
+    """2, 3, 4, 7 -> "2-4, 7"."""
+    spans: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in spans)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ def test_dry_run_writes_nothing_and_predicts_the_real_run(samples: Path, tmp_pat
     assert dry.exit_code == 0, dry.output
     assert not target.exists()
     assert dry.stdout.startswith(f"dry run: {source} — nothing written\n")
-    assert re.search(r"^summarize \(pass 1\): would remove line\(s\) 3-\d+(, \d+-\d+)*; would add 1 message\(s\); saves ", dry.stdout, re.MULTILINE)
+    assert re.search(r"^summarize \(pass 1\): would remove \d+ message\(s\) \(line\(s\) 3-\d+(, \d+-\d+)*\); "
+                     r"would add 1 message\(s\); saves ", dry.stdout, re.MULTILINE)
     real = invoke(str(source), "--max-tokens", "8000", "-o", str(target), "--report", str(real_report))
     assert real.exit_code == 0
     predicted, actual = json.loads(dry_report.read_text()), json.loads(real_report.read_text())
@@ -35,7 +36,8 @@ def test_dry_run_with_a_store_leaves_the_store_untouched(samples: Path, tmp_path
     store = tmp_path / "s.sqlite"
     dry = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "4", "--store", str(store), "--dry-run",
                  "--strategy", "offload:turns=2", "--preset", "seed")
-    assert "offload (pass 1): would remove line(s) 2-5; would add 2 message(s)" in dry.stdout
+    # (two placeholders would not fit beside the pinned two: one stands for both turns)
+    assert "offload (pass 1): would remove 4 message(s) (line(s) 2-5); would add 1 message(s)" in dry.stdout
     assert not store.exists()
 
 
@@ -95,3 +97,33 @@ def test_quiet_and_piping_keep_stderr_and_stdout_clean(samples: Path) -> None:
     result = invoke(str(samples / "agent_session.jsonl"), "--max-tokens", "8000", "--quiet", "--table")
     assert result.stderr == ""
     assert all(line.startswith("{") for line in result.stdout.splitlines())
+
+
+_PLAN_ROW = re.compile(r"^(\w+) \(pass (\d+)\): (.*); saves (-?[\d,]+) tokens: (.*)$")
+
+
+def _counted(what: str, verb: str) -> int:
+    found = re.search(rf"would {verb} (\d+) message\(s\)", what)
+    return int(found.group(1)) if found else 0
+
+
+def test_dry_run_rows_say_what_the_real_runs_table_says(realdata: Path, tmp_path: Path) -> None:
+    """On the Rust-port session at 8,000 tokens give_back puts 8 cleared results back: the table
+    said "rewritten 8", the dry run "no change; saves -70 tokens" (and listed 11 of the 19
+    results clear_tool_results rewrote). Each dry-run row now gives the table's figures."""
+    source = realdata / "claude-code/claude-reliability-python-to-rust-port.jsonl"
+    report = tmp_path / "real.json"
+    real = invoke(str(source), "--max-tokens", "8000", "-o", str(tmp_path / "out.jsonl"), "--report", str(report))
+    assert real.exit_code == 0, real.output
+    dry = invoke(str(source), "--max-tokens", "8000", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    rows = [_PLAN_ROW.match(line) for line in dry.stdout.splitlines()[1:-1]]
+    assert all(rows), dry.stdout
+    said = [(m[1], int(m[2]), _counted(m[3], "remove"), _counted(m[3], "rewrite"), int(m[4].replace(",", "")), m[5])
+            for m in rows if m is not None]
+    table = [(a["strategy"], a["pass"], a["messages_removed"], a["messages_changed"], a["tokens_saved"], a["detail"])
+             for a in json.loads(report.read_text())["actions"]]
+    assert said == table
+    give_back = next(line for line in dry.stdout.splitlines() if line.startswith("give_back"))
+    assert "no change" not in give_back
+    assert re.search(r"would rewrite 8 message\(s\) .*: gave back rewritten messages \(line\(s\) \d", give_back)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,12 @@ def test_seed_example_offloads_the_first_turns_and_recall_finds_the_vault(sample
     assert result.exit_code == 0, result.output
     out = read_messages(result.stdout)
     placeholders = [m["content"] for m in out if m["content"].startswith("[compact: turn")]
-    assert len(placeholders) == 3
-    assert placeholders[0].startswith("[compact: turn 1 offloaded (2 messages, lines 2-3); recall: compact recall --id off_")
+    # Two placeholders and the warning would not fit beside the pinned two: one stands for both turns.
+    assert len(placeholders) == 1 and len(out) == 6
+    assert placeholders[0].startswith("[compact: turns 1-2 offloaded (4 messages, lines 2-5); recall: compact recall --id off_")
     assert 'asked: "The vault is in Lisbon. Reply with: noted"' in placeholders[0]
     ledger = json.loads(report.read_text())["removed"]
-    assert {e["line"] for e in ledger} == {2, 3, 4, 5, 6, 7}
+    assert {e["line"] for e in ledger} == {2, 3, 4, 5}
     assert all(e["handle"].startswith("off_") for e in ledger)
 
     found = invoke("recall", "vault", "--store", str(store), "--format", "json")
@@ -156,3 +158,54 @@ def test_a_turn_whose_request_stays_pinned_is_not_said_to_have_asked_the_reply(t
     assert 'assistant said: "OK, reading it."' in first and "asked:" not in first
     second = next(m["content"] for m in out if m["content"].startswith("[compact: turn 2 offloaded"))
     assert second.startswith("[compact: turn 2 offloaded (2 messages, lines 3-4);") and 'asked: "Step 0:' in second
+
+
+def test_under_a_message_budget_the_offload_placeholders_fold_into_one(samples: Path, tmp_path: Path) -> None:
+    """`--max-messages 4`: the system prompt, the task statement and the last question are pinned;
+    one placeholder for the three turns that went fits beside them, three (one per turn) did not.
+    Its turn numbers are the input's, and each handle it names brings its messages back."""
+    store = tmp_path / "s.db"
+    result = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "4", "--strategy", "offload:turns=2",
+                    "--store", str(store))
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    assert len(out) == 4
+    placeholder = out[1]["content"]
+    assert placeholder.startswith("[compact: turns 1-3 offloaded (5 messages, lines 3-7); recall: compact recall --id off_")
+    handles = re.findall(r"--id (off_[0-9a-f]{16})", placeholder)
+    recalled: list[Any] = []
+    for handle in handles:
+        found = invoke("recall", "--id", handle, "--store", str(store), "--format", "json")
+        assert found.exit_code == 0, found.output
+        recalled += read_messages(found.stdout)  # a turn: its messages, one a line
+    seed = read_messages((samples / "seed_example.jsonl").read_text())
+    assert recalled == seed[2:7]
+
+
+def test_offload_placeholders_name_the_input_turns_across_passes(tmp_path: Path) -> None:
+    """One turn per pass, five passes: each placeholder names its own turn of the input (from the
+    third on they all said "turn 2": the turns were counted in what was left)."""
+    turns = [{"role": "system", "content": "You are terse."}]
+    for i in range(5):
+        turns += [{"role": "user", "content": f"Step {i}: check the logs. " + "Quiet. " * 30},
+                  {"role": "assistant", "content": f"Step {i} checked. " + "Quiet. " * 30}]
+    source = tmp_path / "t.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in [*turns, {"role": "user", "content": "Now run the tests."}]))
+    result = invoke(str(source), "--max-tokens", "400", "--strategy", "offload:turns=1", "--store", str(tmp_path / "s.db"))
+    assert result.exit_code == 0, result.output
+    said = [m["content"] for m in read_messages(result.stdout) if m["content"].startswith("[compact: turn")]
+    assert [re.match(r"\[compact: (turns? [\d-]+) offloaded \(([^)]*)\)", s).groups() for s in said] == [
+        ("turn 1", "1 message, line 3"), *((f"turn {n}", f"2 messages, lines {2 * n}-{2 * n + 1}") for n in range(2, 6))]
+
+
+def test_no_placeholder_when_the_pinned_messages_fill_the_message_budget(samples: Path, tmp_path: Path) -> None:
+    """`--max-messages 2` with the system prompt and the last question pinned: no room for any
+    placeholder, so none is left (the budget is met); the turns are in the store all the same."""
+    store, report = tmp_path / "s.db", tmp_path / "r.json"
+    result = invoke(str(samples / "seed_example.jsonl"), "--max-messages", "2", "--preset", "seed",
+                    "--strategy", "offload:turns=2", "--store", str(store), "--report", str(report))
+    assert result.exit_code == 0, result.output
+    assert [m["role"] for m in read_messages(result.stdout)] == ["system", "user"]
+    assert json.loads(report.read_text())["over_budget"] is False
+    found = invoke("recall", "vault", "--store", str(store), "--format", "json")
+    assert json.loads(found.stdout)[0]["text"] == "The vault is in Lisbon. Reply with: noted"

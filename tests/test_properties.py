@@ -115,3 +115,35 @@ def test_message_budget_invariants(messages: list[dict[str, Any]], max_messages:
     assert orphans([m.data for m in out.messages]) == (set(), set())
     if out.report["budget"]["floor"]["messages"] <= max_messages:
         assert len(out.messages) <= max_messages
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(), st.integers(1, 12), st.integers(1, 3))
+def test_offload_placeholders_keep_a_message_budget(messages: list[dict[str, Any]], max_messages: int,
+                                                    turns: int) -> None:
+    """Offload alone, a few turns a pass: over `--max-messages` (the pinned messages fitting it), only
+    the current turn, which offload never moves, and one placeholder are left besides the pins;
+    each placeholder names the input's turns of what it stands for."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from core.engine.seams import Seams
+    from core.store import OffloadStore
+
+    with tempfile.TemporaryDirectory() as folder, OffloadStore.open(Path(folder) / "s.db", create=True) as store:
+        out = run_core(messages, max_messages=max_messages, strategies=[f"offload:turns={turns}"],
+                       seams=Seams(store=store))
+    starts = [i for i, m in enumerate(messages, 1) if m["role"] == "user" and str(m["content"]).strip()]  # turns
+    if starts and len(out.messages) > max_messages and out.report["budget"]["floor"]["messages"] <= max_messages:
+        pins = {next((i for i, m in enumerate(messages, 1) if m["role"] == "system"), None), starts[0]}
+        assert {m.line for m in out.messages if m.line is not None and m.line < starts[-1]} <= pins
+        assert sum(1 for m in out.messages if m.line is None) <= 1
+    turn_of_line = {line: sum(1 for s in starts if s <= line) for line in range(1, len(messages) + 1)}
+    for message in out.messages:
+        said = re.match(r"\[compact: turns? ([\d, -]+) offloaded \(\d+ messages?, lines? (\d+)(?:-(\d+))?\)",
+                        str(message.data.get("content")))
+        if said:
+            first, last = int(said.group(2)), int(said.group(3) or said.group(2))
+            numbers = re.findall(r"\d+", said.group(1))
+            assert int(numbers[0]) == turn_of_line[first] and int(numbers[-1]) == turn_of_line[last]

@@ -21,7 +21,7 @@ from core.counting.tokenizers import EncoderChoice
 from core.engine.file_calls import argument_path, classify
 from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
-from core.messages import Message, call_arguments, call_name, content_text, tool_calls
+from core.messages import Message, call_arguments, call_name, call_with_id, content_text, tool_calls
 
 STATS_VERSION = 1
 DEFAULT_TOP = 10
@@ -363,9 +363,9 @@ def _describe(
 
 def _answered_path(position: int, messages: Sequence[Message], structure: Structure) -> str | None:
     for owner, cid in structure.answered_by.get(position, []):
-        for call in tool_calls(messages[owner].data):
-            if str(call.get("id")) == cid:
-                return target_path(call)
+        call = call_with_id(messages[owner].data, cid)
+        if call is not None:
+            return target_path(call)
     return None
 
 

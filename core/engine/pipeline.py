@@ -10,9 +10,9 @@ from core import strategies
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine import bound_thinking
-from core.engine.budget import AIM_SHARE, Budget
-from core.engine.clamp import clamp_content, cut_to
+from core.engine import bound_thinking, give_back
+from core.engine.budget import Budget
+from core.engine.clamp import clamp_content
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace, unchanged_prefix
@@ -26,7 +26,14 @@ from core.messages import (
     is_user_message,
     starts_with_marker,
 )
-from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
+from core.report import (
+    GIVE_BACK,
+    BudgetReport,
+    CompressionReport,
+    EncoderReport,
+    Floor,
+    Usage,
+)
 from core.strategies.drop_old_thinking import THINKING_BLOCKS
 
 # The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
@@ -319,50 +326,9 @@ def _graph_change_at(graph_step: GraphStep, messages: list[Message], counter: Me
 
 
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """Strategies run in order, each as far as the budget then needed: results cleared early may
-    no longer need to be once a later step (the summary) took the oldest span. Those still in
-    the kept window are put back as they were, newest first, while they fit; the newest that
-    does not fit whole comes back with its middle cut, when the room left is worth it."""
-    limit = workspace.budget.token_limit
-    if limit is None or workspace.full:
-        return
-    aim = int(limit * AIM_SHARE)
-    if workspace.live_tokens >= aim:
-        return
-    # A stale read or a superseded plan points at the newer one: giving it back would repeat it;
-    # thinking behind a change is discarded or refused by the APIs; a repair is what the API takes.
-    stale = {"deduplicate_file_reads", "supersede_plans", "drop_old_thinking", "thinking_after_change", "repair"}
-    workspace.begin("give_back", 0)
-    cut_one = False
-    for position in range(len(workspace.messages) - 1, -1, -1):
-        original = workspace.restorable(position)
-        if original is None or workspace.rewritten_by(original) & stale or workspace.pinned(position):
-            continue
-        current = workspace.messages[position]
-        if workspace.live_tokens + original.tokens - current.tokens <= aim:
-            workspace.restore(position, original)
-        elif not cut_one:
-            cut_one = _give_back_in_part(workspace, position, original, aim)
-    outcome = workspace.end("gave back rewritten messages, newest first, while they fit the budget")
-    if outcome.acted:
-        actions.append(_action("give_back", 0, outcome))
-
-
-# A message given back in part brings at least this many tokens more than its placeholder.
-GIVE_BACK_MIN_TOKENS = 96
-
-
-def _give_back_in_part(workspace: Workspace, position: int, original: Message, aim: int) -> bool:
-    """The input's text of a rewritten message, its middle cut to fill the room left (head and tail kept)."""
-    current = workspace.messages[position]
-    room = aim - workspace.live_tokens
-    if room < GIVE_BACK_MIN_TOKENS:
-        return False
-    data = cut_to(original, current.tokens + room, workspace.counter)
-    if data is None or workspace.counter.count_message(original.rewritten(data)).tokens <= current.tokens:
-        return False  # (no cut that fits keeps more than the message holds now)
-    workspace.restore(position, original, data, "given back in part: its middle cut to fit the room later steps made")
-    return True
+    outcome = give_back.give_back(workspace)
+    if outcome is not None and outcome.acted:
+        actions.append(_action(GIVE_BACK, 0, outcome))
 
 
 def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:

@@ -6,6 +6,8 @@ must go together (a call with its results) and which may not go at all.
 
 from __future__ import annotations
 
+import difflib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +19,14 @@ from core.messages import (
     SUMMARY_MARKER,
     SYSTEM_ROLES,
     Message,
-    call_ids,
+    Pairing,
     call_name,
+    call_with_id,
     countable_text,
     is_provider_record,
     is_request,
     is_user_message,
-    result_ids,
+    pair_calls,
     starts_with_marker,
     tool_calls,
 )
@@ -67,7 +70,6 @@ class KeepRule:
                 raise ConfigError(f"invalid line range in keep rule {rule!r}", fix="use line:12 or line:10-20") from None
             return cls(kind, value, lines=(low, high))
         if kind == "role" and value not in ROLES:  # role:asistant would pin nothing, silently
-            import difflib
 
             near = difflib.get_close_matches(value, ROLES, n=1)
             raise ConfigError(f"unknown role {value!r} in keep rule {rule!r}",
@@ -82,15 +84,14 @@ def kept_lines(messages: Sequence[Message], rules: Sequence[KeepRule]) -> frozen
     """Original line numbers of the messages that ``rules`` pin."""
     if not rules:
         return frozenset()
-    names_by_call = {}
-    for message in messages:
-        for call in tool_calls(message.data):
-            names_by_call[str(call.get("id"))] = call_name(call)
+    datas = [m.data for m in messages]
+    pairing = pair_calls(datas) if any(rule.kind == "tool" for rule in rules) else None
     kept: set[int] = set()
-    for message in messages:
+    for position, message in enumerate(messages):
         if message.line is None or not message.data:
             continue
-        if any(_matches(rule, message, names_by_call) for rule in rules):
+        answered = _answered_tools(datas, pairing, position) if pairing is not None else set()
+        if any(_matches(rule, message, answered) for rule in rules):
             kept.add(message.line)
     return frozenset(kept)
 
@@ -104,8 +105,6 @@ def check_tool_rules(messages: Sequence[Message], rules: Sequence[KeepRule], pat
     for rule in rules:
         if rule.kind != "tool" or kept_lines(messages, [rule]):
             continue
-        from collections import Counter
-
         counts = Counter(call_name(c) for m in messages for c in tool_calls(m.data) if call_name(c))
         if not counts:
             raise ConfigError(f"keep rule {str(rule)!r} pins nothing: the transcript has no tool calls", path=path,
@@ -118,20 +117,24 @@ def check_tool_rules(messages: Sequence[Message], rules: Sequence[KeepRule], pat
 
 def _nearest_tool(name: str, names: Sequence[str]) -> str:
     """"did you mean tool:Bash? " for tool:bash (case first, then spelling), or ""."""
-    import difflib
-
     by_case = {n.lower(): n for n in reversed(names)}  # (the most called wins a tie)
     near = [by_case[name.lower()]] if name.lower() in by_case else difflib.get_close_matches(name, names, n=1)
     return f"did you mean tool:{near[0]}? " if near else ""
 
 
-def _matches(rule: KeepRule, message: Message, names_by_call: dict[str, str]) -> bool:
+def _answered_tools(datas: Sequence[Mapping[str, Any]], pairing: Pairing, position: int) -> set[str]:
+    """The names of the calls the result at ``position`` answers."""
+    calls = (call_with_id(datas[owner], call_id) for owner, call_id in pairing.answered_by.get(position, ()))
+    return {call_name(call) for call in calls if call is not None}
+
+
+def _matches(rule: KeepRule, message: Message, answered: set[str]) -> bool:
     data = message.data
     if rule.kind == "role":
         return data.get("role") == rule.value
     if rule.kind == "tool":
         names = {call_name(c) for c in tool_calls(data)}
-        names.update(names_by_call.get(i, "") for i in result_ids(data))
+        names |= answered
         if data.get("role") == "tool" and isinstance(data.get("name"), str):
             names.add(data["name"])
         return rule.value in names
@@ -173,21 +176,6 @@ class Structure:
         return self.groups[self.group_of[position]]
 
 
-# The legacy `function_call` has no id: a `function` message answers the nearest one before it.
-LEGACY_CALL = "function_call"
-
-
-def _call_keys(data: Mapping[str, Any]) -> list[str]:
-    keys = call_ids(data)
-    if data.get("role") == "assistant" and isinstance(data.get("function_call"), Mapping):
-        keys.append(LEGACY_CALL)
-    return keys
-
-
-def _result_keys(data: Mapping[str, Any]) -> list[str]:
-    return [LEGACY_CALL] if data.get("role") == "function" else result_ids(data)
-
-
 @dataclass(frozen=True)
 class PinRules:
     """What a run pins besides the first system message and the newest request.
@@ -210,7 +198,8 @@ def analyse(messages: Sequence[Message], rules: PinRules | None = None, own: fro
     summary), pinned for the rest of the run."""
     rules = rules or PinRules()
     user_positions = [i for i, m in enumerate(messages) if m.data and is_user_message(m.data)]
-    results_of_call, answered_by, orphan_results, all_calls = _pair(messages)
+    pairing = pair_calls([m.data for m in messages])
+    results_of_call, answered_by = pairing.results_of_call, pairing.answered_by
     group_of, groups = _groups(len(messages), answered_by)
     marker = rules.graph_marker
     return Structure(
@@ -222,8 +211,8 @@ def analyse(messages: Sequence[Message], rules: PinRules | None = None, own: fro
         groups=groups,
         pinned=_pins(messages, user_positions, rules, own),
         counted=[bool(m.data) and not (marker and starts_with_marker(m.data, marker)) for m in messages],
-        orphan_results=sorted(set(orphan_results)),
-        orphan_calls=sorted(key for key in all_calls if not results_of_call[key]),
+        orphan_results=sorted(set(pairing.orphan_results)),
+        orphan_calls=sorted(key for key, results in results_of_call.items() if not results),
     )
 
 
@@ -239,33 +228,6 @@ def _turns(count: int, user_positions: Sequence[int]) -> list[int]:
             next_user = next(next_users, None)
         turn_of[i] = turn
     return turn_of
-
-
-def _pair(messages: Sequence[Message]) -> tuple[
-    dict[tuple[int, str], list[int]], dict[int, list[tuple[int, str]]], list[int], list[tuple[int, str]]
-]:
-    """Each call's results, each result's calls, the results with no call, and every call.
-
-    Pair by position, not by id alone: real transcripts reuse call ids (tau-bench does), so a
-    result answers the nearest call with its id before it."""
-    latest_call: dict[str, int] = {}
-    results_of_call: dict[tuple[int, str], list[int]] = {}
-    answered_by: dict[int, list[tuple[int, str]]] = {}
-    orphan_results: list[int] = []
-    all_calls: list[tuple[int, str]] = []
-    for i, message in enumerate(messages):
-        for cid in _call_keys(message.data):
-            latest_call[cid] = i
-            results_of_call.setdefault((i, cid), [])
-            all_calls.append((i, cid))
-        for rid in _result_keys(message.data):
-            owner = latest_call.get(rid)
-            if owner is None:
-                orphan_results.append(i)
-                continue
-            results_of_call[(owner, rid)].append(i)
-            answered_by.setdefault(i, []).append((owner, rid))
-    return results_of_call, answered_by, orphan_results, all_calls
 
 
 def _groups(count: int, answered_by: Mapping[int, list[tuple[int, str]]]) -> tuple[list[int], dict[int, list[int]]]:

@@ -369,6 +369,12 @@ class Workspace:
         self._reshaped = True  # the structure's pins follow the new message
         return saved
 
+    def remove_own(self, position: int, reason: str) -> None:
+        """Remove a message this run wrote (a placeholder folded into a newer one)."""
+        self.own.discard(id(self.messages[position]))
+        self._drop(position, reason)
+        self._reshaped = True  # the structure's pins follow
+
     def rewrite_pinned(self, position: int, data: dict[str, Any], reason: str) -> int:
         """Rewrite a pinned message: only the last resort of a budget its pins alone exceed."""
         return self._rewrite(position, data, reason)

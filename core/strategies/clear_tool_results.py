@@ -16,7 +16,7 @@ from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
 from core.engine.later_use import used_later
 from core.engine.workspace import Workspace
-from core.messages import call_arguments, call_name, content_text, string_values, tool_calls
+from core.messages import call_arguments, call_name, call_with_id, content_text, string_values
 from core.strategies.base import Param, StrategyInfo
 
 
@@ -50,16 +50,15 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         and not placeholders.is_placeholder(messages[position])
     ]
     candidates, unused = _unused_first(workspace, candidates)
-    call_of = {result: key for key, answered in structure.results_of_call.items() for result in answered}
     cleared = 0
     for position in candidates:
         if not workspace.should_continue():
             break
         message = messages[position]
         tool, target, quoting, asked = "", "", False, set[str]()
-        key = call_of.get(position)
+        key = next(iter(structure.answered_by.get(position, ())), None)  # the call it answers (the first)
         if key is not None:
-            call = next((c for c in tool_calls(messages[key[0]].data) if str(c.get("id")) == key[1]), None)
+            call = call_with_id(messages[key[0]].data, key[1])
             if call is not None:
                 tool, target, quoting = call_name(call), placeholders.call_target(call), quotes_files(call)
                 asked = set(string_values(call_arguments(call)))

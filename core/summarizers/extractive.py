@@ -30,9 +30,11 @@ from core.engine.file_calls import (
 )
 from core.messages import (
     HARNESS_PREFIXES,
+    Pairing,
     call_arguments,
     call_name,
     content_text,
+    pair_calls,
     string_values,
     tool_calls,
 )
@@ -183,26 +185,32 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 
-def _newest_results(messages: Sequence[Mapping[str, Any]], failed: frozenset[int] = frozenset(),
-                    ) -> tuple[dict[str, str], frozenset[str]]:
-    """The text of the newest DEEP_RESULTS tool results, by call id, and the ids of those that failed
-    (``failed``: positions; an id used twice is judged by the result read for it).
+# A call's results read for the summary, by call id, and the ids of those that failed.
+_Answers = tuple[dict[str, str], frozenset[str]]
+_NO_ANSWERS: _Answers = ({}, frozenset())
+
+
+def _newest_results(messages: Sequence[Mapping[str, Any]], pairing: Pairing,
+                    failed: frozenset[int] = frozenset()) -> dict[int, _Answers]:
+    """The text of the newest DEEP_RESULTS tool results, by the assistant message whose call each
+    answers (as ``pairing`` has it: a reused id answers its own call, not every call with that
+    id), and the ids of those that failed (``failed``: positions).
 
     Only those are read for facts, errors and definitions: the summary has room for a few
     hundred lines, and reading every result of a long session costs seconds."""
-    results: dict[str, str] = {}
-    failed_ids: set[str] = set()
-    for position in range(len(messages) - 1, -1, -1):
-        if len(results) >= DEEP_RESULTS:
-            break
-        message = messages[position]
-        if message.get("role") in ("tool", "function"):
-            key = message.get("tool_call_id")
-            if key is not None and str(key) not in results:
-                results[str(key)] = tool_output(content_text(message))
-                if position in failed:
-                    failed_ids.add(str(key))
-    return results, frozenset(failed_ids)
+    texts: dict[int, dict[str, str]] = {}
+    failed_ids: dict[int, set[str]] = {}
+    for position in sorted(pairing.answered_by, reverse=True)[:DEEP_RESULTS]:
+        text = None
+        for owner, call_id in pairing.answered_by[position]:
+            answers = texts.setdefault(owner, {})
+            if call_id in answers:
+                continue  # the call's newer result was read
+            text = tool_output(content_text(messages[position])) if text is None else text
+            answers[call_id] = text
+            if position in failed:
+                failed_ids.setdefault(owner, set()).add(call_id)
+    return {owner: (answers, frozenset(failed_ids.get(owner, ()))) for owner, answers in texts.items()}
 
 
 def _says_something(sentence: str) -> bool:
@@ -293,7 +301,8 @@ class _SpanReader:
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
                  given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset()) -> None:
         self.messages = messages
-        self.results, self.failed = _newest_results(messages, failed)
+        pairing = pair_calls(messages)
+        self.results = _newest_results(messages, pairing, failed)
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
             given.clear()
@@ -310,7 +319,7 @@ class _SpanReader:
             if role == "assistant":
                 self.assistants.append(position)
                 continue
-            if role in ("tool", "function") and message.get("tool_call_id") is not None:
+            if position in pairing.answered_by:
                 continue  # read with its call, among the assistant's lines (most of a long span)
             text = content_text(message)
             add = self._adder(position)
@@ -322,7 +331,7 @@ class _SpanReader:
                 add(REQUEST, f"- user asked (turn {turn}): {_one_line(text, ASK_CHARS)}")
                 for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
                     add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
-            elif role in ("tool", "function") and message.get("tool_call_id") is None:
+            elif role in ("tool", "function"):
                 error = first_error_line(text)  # a result whose call is not in the span
                 if error:
                     add(ERROR, f"- error: {_one_line(error, SAY_CHARS)}")
@@ -347,10 +356,11 @@ class _SpanReader:
         first = max(self.unread - count, 0)
         for position in reversed(self.assistants[first:self.unread]):
             message = self.messages[position]
-            read = tuple(str(call.get("id")) in self.results for call in tool_calls(message))
+            answers, failed = self.results.get(position, _NO_ANSWERS)
+            read = tuple(str(call.get("id")) in answers for call in tool_calls(message))
             known = self.earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
-                known = _read_assistant(message, content_text(message), self.results, read, self.failed)
+                known = _read_assistant(message, content_text(message), answers, read, failed)
             if self.given is not None:
                 self.given[id(message)] = known
             add = self._adder(position)

@@ -39,8 +39,15 @@ _SIGNATURE = re.compile(r"^\W*(?:async\s+)?(?:def|class|fn|func|function)\s")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)\b")
 
 
+# SWE-agent ends every observation with its shell's state and prompt: not what the command printed.
+_SWE_AGENT_FOOTER = re.compile(r"(?:\n\(Open file: [^\n]*\))?\n\(Current directory: [^\n]*\)\n?bash-\$\s*\Z")
+
+
 def tool_output(text: str) -> str:
-    """What a tool printed: Codex wraps a command's output as {"output": ..., "metadata": ...}."""
+    """What a tool printed: Codex wraps a command's output as {"output": ..., "metadata": ...};
+    SWE-agent appends its prompt."""
+    if text.endswith(("bash-$", "bash-$ ", "bash-$\n")):
+        return _SWE_AGENT_FOOTER.sub("", text)
     if not text.startswith('{"output":'):
         return text
     try:
