@@ -78,6 +78,10 @@ def run(
 
         warn_unwritable_store(config.store)
         return
+    if in_place:
+        from cli.output import refuse_in_place_while_written
+
+        refuse_in_place_while_written(result.report, file)
     _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
     if flags.strict and result.over_budget:
@@ -179,6 +183,10 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
         print_table(result.report, console, compacted=compacted)
     elif not quiet:
         _warn_strategy_errors(result.report)
+        from cli.render import skipped_lines
+
+        for line in skipped_lines(result.report["input"], result.report.get("skipped_lines") or []):
+            sys.stderr.write(f"compact: warning: {line}\n")
 
 
 def _warn_strategy_errors(report: dict[str, Any]) -> None:

@@ -112,6 +112,10 @@ def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None
 
     check_formats(source_format)
     transcript = formats.read(file, source_format=source_format)
+    from cli.render import skipped_lines
+
+    for line in skipped_lines(transcript.path, transcript.skipped_lines):  # (a cut last line, left out)
+        typer.echo(f"compact: warning: {line}", err=True)
     verdicts = judge(transcript, provider.value)
     for verdict in verdicts:
         for problem in verdict.problems:

@@ -34,6 +34,17 @@ def write_json(document: Any, target: str | None) -> None:
     atomic_write_bytes(target, json_bytes(document))
 
 
+def refuse_in_place_while_written(report: dict[str, Any], file: str) -> None:
+    """--in-place on a file whose last line is cut off: the agent writing it would go on in the old file."""
+    from core.errors import InputError
+
+    cut = [entry["line"] for entry in report.get("skipped_lines") or [] if entry.get("truncated")]
+    if cut:
+        raise InputError("the last line is cut off mid-JSON: the file is still being written, and --in-place "
+                         "would replace it under the agent", path=file, line=cut[0],
+                         fix="run --in-place once the agent is done, or write the result with -o FILE")
+
+
 def warn_unwritable_store(store: str | None) -> None:
     """A dry run only reads the store: say so when the real run could not write it."""
     from core.store import write_problem
