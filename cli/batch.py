@@ -113,7 +113,7 @@ def batch(
 
         print_batch(document, Console(stderr=report == "-"), top=top, dry_run=dry_run)
     elif not quiet:
-        for line in skipped_lines(document.skipped):
+        for line in skipped_lines(document.skipped) + lines_left_out(document.rows):
             sys.stderr.write(f"compact: {line}\n")
     totals = document.totals
     if totals.failed:
@@ -229,7 +229,7 @@ def print_batch(document: Any, console: Any, *, top: int = 20, dry_run: bool = F
         if len(shown) < len(rows):
             console.print(Text(f"… {len(rows) - len(shown):,} more row(s) in the report (--top 0 shows all)"))
     console.print(_totals_table(document.totals))
-    for line in skipped_lines(document.skipped):
+    for line in skipped_lines(document.skipped) + lines_left_out(rows):
         console.print(Text(line, style="yellow"), soft_wrap=True)
     failures = [r for r in rows if r.status == "failed"]
     for row in failures[:FAILURES_SHOWN]:
@@ -243,6 +243,17 @@ def skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
     lines = [f"skipped: {entry['path']}: {entry['reason']}" for entry in skipped[:FAILURES_SHOWN]]
     if len(skipped) > FAILURES_SHOWN:
         lines.append(f"… and {len(skipped) - FAILURES_SHOWN:,} more skipped file(s) in the report")
+    return lines
+
+
+def lines_left_out(rows: list[Any]) -> list[str]:
+    """The inputs whose reader left lines out: a last line cut off (a session still being written), or
+    the invalid lines --skip-invalid leaves out (`compact FILE` on the input names them)."""
+    left = [row for row in rows if row.skipped_lines]
+    lines = [f"warning: {row.input}: {row.skipped_lines:,} line(s) left out (a last line cut off mid-JSON, or "
+             "invalid lines under --skip-invalid; `compact FILE` on it names them)" for row in left[:FAILURES_SHOWN]]
+    if len(left) > FAILURES_SHOWN:
+        lines.append(f"… and {len(left) - FAILURES_SHOWN:,} more input(s) with lines left out in the report")
     return lines
 
 

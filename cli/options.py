@@ -75,7 +75,7 @@ ToOpt = Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write
 FullOpt = Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.")]
 UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.")]
 RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa; write one-id tool_call_ids as tool_call_id.")]
-SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Leave invalid lines out (the report lists them) instead of failing.")]
+SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Leave invalid lines out of the output.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.")]
 CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.")]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.")]

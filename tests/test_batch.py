@@ -359,6 +359,20 @@ def test_a_folder_takes_every_format_compact_reads_and_lists_what_it_skipped(rea
         assert f"skipped: {folder / name}: {reason}" in " ".join(result.stdout.split())
 
 
+def test_a_session_still_being_written_is_compacted_and_the_line_left_out_is_said(samples: Path,
+                                                                                 tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    text = (samples / "agent_session.jsonl").read_bytes().rstrip(b"\n")
+    (folder / "live.jsonl").write_bytes(text[: len(text) - 40])  # the agent is writing its last line
+    for table in ("--table", "--no-table"):
+        result, report = run_batch(str(folder), "--out", str(tmp_path / "out"), *BUDGET, table, "--force",
+                                   "--report", str(tmp_path / "r.json"))
+        assert result.exit_code == 0, result.output
+        assert report is not None and report["rows"][0]["skipped_lines"] == 1
+        assert f"{folder / 'live.jsonl'}: 1 line(s) left out" in " ".join(result.output.split())
+
+
 def test_an_empty_folder_is_bad_usage(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     result = invoke("batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
