@@ -423,3 +423,16 @@ def test_in_place_refuses_a_file_still_being_written(tmp_path: Path) -> None:
     lines = run.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"compact: error: {source}:") and "still being written" in lines[0]
     assert source.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
+
+
+@pytest.mark.parametrize("command", [["stats", "{}"], ["diff", "{}", "{}"], ["validate", "{}", "--for", "openai"],
+                                     ["count", "{}"]])
+def test_every_command_reading_a_live_session_says_it_left_the_cut_line_out(command: list[str],
+                                                                            tmp_path: Path) -> None:
+    source = tmp_path / "live.jsonl"
+    source.write_bytes(cut_last_line((SAMPLES / "agent_session.jsonl").read_bytes()))
+    last = source.read_bytes().count(b"\n") + 1
+    run = subprocess.run(["compact", *[str(source) if part == "{}" else part for part in command]],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode in (0, 1), run.stderr  # (validate: 1 when the provider would refuse the rest)
+    assert f"{source}:{last}: the last line is cut off mid-JSON" in " ".join((run.stdout + run.stderr).split())

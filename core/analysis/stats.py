@@ -95,6 +95,7 @@ class TranscriptStats:
     largest: list[LargeMessage]
     read_tools: tuple[str, ...]
     uncounted: dict[str, int] = field(default_factory=lambda: {"messages": 0, "tokens": 0})
+    skipped_lines: list[dict[str, Any]] = field(default_factory=list)  # what the reader left out (a cut last line)
 
     @property
     def rereads(self) -> list[FileReads]:
@@ -172,7 +173,7 @@ def stats_file(
     counter, choice = open_counter(config, use_cache=use_cache)
     try:
         counted = counter.count_messages(transcript.messages)
-        return transcript_stats(
+        result = transcript_stats(
             counted,
             counter,
             encoder=choice,
@@ -180,6 +181,8 @@ def stats_file(
             read_tools=read_tools,
             graph_marker=config.graph_marker,
         )
+        result.skipped_lines = transcript.skipped_lines
+        return result
     finally:
         if counter.cache is not None:
             counter.cache.close()
