@@ -168,7 +168,7 @@ def write_back(decoded: Decoded, result: Sequence[Message], *, rebuild: Callable
     steps = list(plan(decoded, result))
     for position, step in enumerate(steps):
         if isinstance(step, Keep):
-            if step.line.data is not None:  # (a line that did not read is left out: SKIPPED_LEFT_OUT)
+            if step.line.data is not None:  # a line that did not read is left out (listed in skipped_lines)
                 yield step.line.source
         elif isinstance(step, Insert):
             yield from insert(step.message, functools.partial(neighbour_timestamp, steps, position))
