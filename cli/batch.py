@@ -18,8 +18,10 @@ from core.errors import EXIT_CHECK_FAILED, EXIT_OVER_BUDGET, EXIT_SUMMARIZER_FAI
 
 BATCH_HELP = """Compact many transcripts, each on its own, into a folder that mirrors the inputs.
 
-INPUT is a transcript file, a folder (every *.jsonl under it, hidden names left
-out) or a glob; conversation-per-line datasets ({..., "messages": [...]} on each
+INPUT is a transcript file, a folder (every file under it that `compact FILE`
+reads: each *.jsonl, and any other whose format is found, such as a Gemini saved
+chat or a ShareGPT .json; hidden names left out, the others listed as skipped)
+or a glob; conversation-per-line datasets ({..., "messages": [...]} on each
 line) are detected and compacted conversation by conversation. Outputs keep
 their paths relative to the inputs' common root. A rerun skips inputs whose
 output is up to date for the same settings (hashes in .NAME.compact.json beside
@@ -86,7 +88,8 @@ def batch(
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_settings(config)
-    tasks = plan_batch(inputs, str(out), config, options, force=force)
+    skipped: list[dict[str, str]] = []
+    tasks = plan_batch(inputs, str(out), config, options, force=force, skipped=skipped)
     if report not in (None, "-"):
         named = {os.path.realpath(path) for task in tasks for path in (task.input, task.output)}
         if os.path.realpath(report) in named:
@@ -100,7 +103,7 @@ def batch(
         outputs_written("the inputs done before it are written (a rerun skips them)")
     rows = _run(tasks, engine=engine, jobs=jobs, ray_address=ray_address, fail_fast=fail_fast, quiet=quiet)
     document = batch_report(tasks, rows, config=config, out=str(out), engine=engine, jobs=jobs,
-                            seconds=time.perf_counter() - started)
+                            seconds=time.perf_counter() - started, skipped=skipped)
     from cli.output import write_json
 
     write_json(document.to_dict(), report)
@@ -114,6 +117,9 @@ def batch(
         from rich.console import Console
 
         print_batch(document, Console(stderr=report == "-"), top=top, dry_run=dry_run)
+    elif not quiet:
+        for line in skipped_lines(document.skipped) + lines_left_out(document.rows):
+            sys.stderr.write(f"compact: {line}\n")
     totals = document.totals
     if totals.failed:
         stopped = f"; --fail-fast stopped the run, {totals.not_run:,} not run" if totals.not_run else ""
@@ -228,11 +234,32 @@ def print_batch(document: Any, console: Any, *, top: int = 20, dry_run: bool = F
         if len(shown) < len(rows):
             console.print(Text(f"… {len(rows) - len(shown):,} more row(s) in the report (--top 0 shows all)"))
     console.print(_totals_table(document.totals))
+    for line in skipped_lines(document.skipped) + lines_left_out(rows):
+        console.print(Text(line, style="yellow"), soft_wrap=True)
     failures = [r for r in rows if r.status == "failed"]
     for row in failures[:FAILURES_SHOWN]:
         console.print(Text(f"failed: {row.error}", style="red"))
     if len(failures) > FAILURES_SHOWN:
         console.print(Text(f"… and {len(failures) - FAILURES_SHOWN:,} more failure(s) in the report", style="red"))
+
+
+def skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
+    """What the folder walk passed over, and why (the report lists every one)."""
+    lines = [f"skipped: {entry['path']}: {entry['reason']}" for entry in skipped[:FAILURES_SHOWN]]
+    if len(skipped) > FAILURES_SHOWN:
+        lines.append(f"… and {len(skipped) - FAILURES_SHOWN:,} more skipped file(s) in the report")
+    return lines
+
+
+def lines_left_out(rows: list[Any]) -> list[str]:
+    """The inputs whose reader left lines out: a last line cut off (a session still being written), or
+    the invalid lines --skip-invalid leaves out (`compact FILE` on the input names them)."""
+    left = [row for row in rows if row.skipped_lines]
+    lines = [f"warning: {row.input}: {row.skipped_lines:,} line(s) left out (a last line cut off mid-JSON, or "
+             "invalid lines under --skip-invalid; `compact FILE` on it names them)" for row in left[:FAILURES_SHOWN]]
+    if len(left) > FAILURES_SHOWN:
+        lines.append(f"… and {len(left) - FAILURES_SHOWN:,} more input(s) with lines left out in the report")
+    return lines
 
 
 def _totals_table(totals: Any) -> Any:

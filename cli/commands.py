@@ -78,6 +78,10 @@ def run(
 
         warn_unwritable_store(config.store)
         return
+    if in_place:
+        from cli.output import refuse_in_place_while_written
+
+        refuse_in_place_while_written(result.report, file)
     _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
     if flags.strict and result.over_budget:
@@ -202,7 +206,7 @@ def _warn_shortfall(result: Any) -> None:
     a script or CI that never draws the table would not notice them otherwise."""
     from cli.output import dataset_warning, run_warning
 
-    warning = dataset_warning(result.dataset) if result.compression is None else run_warning(result.report)
+    warning = dataset_warning(result.dataset, result.report["input"]) if result.compression is None else run_warning(result.report)
     if warning:
         sys.stderr.write(f"compact: warning: {warning}\n")
 

@@ -79,6 +79,7 @@ def stats(
 
     read_tools = tuple(read_tool or DEFAULT_READ_TOOLS)
     result = stats_file(file, counting.build(), read_tools=read_tools, use_cache=not counting.no_cache)
+    _warn_left_out(result.path, result.skipped_lines)
     limit = top or None
     if output_format is TableOrJson.json:
         print_json(result.to_dict(top=limit))
@@ -99,6 +100,8 @@ def diff(
     if before == "-" and after == "-":
         raise ConfigError("BEFORE and AFTER cannot both be stdin", fix="give at least one of them as a file")
     result = diff_files(before, after, counting.build(), use_cache=not counting.no_cache)
+    for path, skipped in result.left_out:
+        _warn_left_out(path, skipped)
     if output_format is TableOrJson.json:
         print_json(result.to_dict())
     else:
@@ -112,6 +115,7 @@ def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None
 
     check_formats(source_format)
     transcript = formats.read(file, source_format=source_format)
+    _warn_left_out(transcript.path, transcript.skipped_lines)
     verdicts = judge(transcript, provider.value)
     for verdict in verdicts:
         for problem in verdict.problems:
@@ -129,6 +133,14 @@ def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None
               "the checks" if any(c in REPAIRABLE for c in codes) else "`compact validate --help` lists the checks"
         raise CheckFailed(summary, fix=fix)
     typer.echo(f"compact: {summary}", err=True)
+
+
+def _warn_left_out(path: str, skipped: list[dict[str, Any]]) -> None:
+    """A line the reader left out (the cut last line of a session still being written) is never silent."""
+    from cli.render import skipped_lines
+
+    for line in skipped_lines(path, skipped):
+        typer.echo(f"compact: warning: {line}", err=True)
 
 
 def validation_summary(path: str, messages: int, provider: str, codes: list[str],

@@ -78,7 +78,7 @@ ToOpt = Annotated[str | None, typer.Option("--to", metavar="FORMAT", help="Write
 FullOpt = Annotated[bool, typer.Option("--full", help="Run every strategy once, whatever the budget.", rich_help_panel=STRATEGIES)]
 UnlimitedOpt = Annotated[bool, typer.Option("--unlimited", help="Compact nothing: count, warn, convert.", rich_help_panel=STRATEGIES)]
 RepairOpt = Annotated[bool, typer.Option("--repair", help="Drop calls without results and vice versa; write one-id tool_call_ids as tool_call_id.", rich_help_panel=INPUT)]
-SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Keep invalid lines as they are.", rich_help_panel=INPUT)]
+SkipInvalidOpt = Annotated[bool, typer.Option("--skip-invalid", help="Leave invalid lines out of the output.", rich_help_panel=INPUT)]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Skip the persistent token-count cache.", rich_help_panel=COUNTING)]
 CheckForOpt = Annotated[str | None, typer.Option("--check-for", metavar="openai|anthropic|responses", help="Refuse a result the API would reject.", rich_help_panel=OUTPUT)]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Exit 3 when still over budget.", rich_help_panel=OUTPUT)]

@@ -93,7 +93,7 @@ def run_warning(report: dict[str, Any]) -> str:
         parts.append(f"the budget ({budget['description']}) was not reached: {after['tokens']:,} tokens, "
                      f"{after['messages']:,} messages after compaction, pinned messages alone need "
                      f"{floor:,} {budget['unit']}")
-    parts += _skipped_part(report["skipped_lines"])
+    parts += _skipped_part(report["input"], report["skipped_lines"])
     results, calls, fix = kept_orphans(report)
     if calls:
         parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
@@ -102,17 +102,33 @@ def run_warning(report: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def dataset_warning(dataset: Any) -> str:
+def dataset_warning(dataset: Any, path: str) -> str:
     """A dataset's run: the conversations still over budget and the invalid lines kept ("" when none)."""
     over = [row.line for row in dataset.rows if row.over_budget]
     parts = [f"{len(over):,} of {dataset.conversations:,} conversation(s) still over budget (line {line_list(over)})"
              ] if over else []
-    return "; ".join(parts + _skipped_part(dataset.skipped_lines))
+    return "; ".join(parts + _skipped_part(path, dataset.skipped_lines))
 
 
-def _skipped_part(skipped: list[dict[str, Any]]) -> list[str]:
-    lines = [entry["line"] for entry in skipped]
-    return [f"{len(lines):,} invalid line(s) kept as they were (line {line_list(lines)})"] if lines else []
+def _skipped_part(path: str, skipped: list[dict[str, Any]]) -> list[str]:
+    """What the reader left out: a cut last line (a session still being written), invalid lines."""
+    cut = [entry["line"] for entry in skipped if entry.get("truncated")]
+    invalid = [entry["line"] for entry in skipped if not entry.get("truncated")]
+    parts = [f"{path}:{cut[0]}: the last line is cut off mid-JSON, as in a session still being written: left out"] if cut else []
+    if invalid:
+        parts.append(f"{len(invalid):,} invalid line(s) left out (line {line_list(invalid)}; the report lists why)")
+    return parts
+
+
+def refuse_in_place_while_written(report: dict[str, Any], file: str) -> None:
+    """--in-place on a file whose last line is cut off: the agent writing it would go on in the old file."""
+    from core.errors import InputError
+
+    cut = [entry["line"] for entry in report.get("skipped_lines") or [] if entry.get("truncated")]
+    if cut:
+        raise InputError("the last line is cut off mid-JSON: the file is still being written, and --in-place "
+                         "would replace it under the agent", path=file, line=cut[0],
+                         fix="run --in-place once the agent is done, or write the result with -o FILE")
 
 
 def warn_unwritable_store(store: str | None) -> None:

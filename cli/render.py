@@ -100,11 +100,20 @@ def dataset_table(report: Any, *, compacted: bool = True) -> Group:
     if report.over_budget:
         parts.append(Text(f"{report.over_budget:,} conversation(s) still over budget: pinned messages alone "
                           "exceed it", style="bold red"))
-    if report.skipped_lines:
-        where = ", ".join(str(s["line"]) for s in report.skipped_lines[:10])
-        parts.append(Text(f"warning: {len(report.skipped_lines)} invalid line(s) kept as is (line {where})",
-                          style="yellow"))
+    parts.extend(Text(f"warning: {line}", style="yellow") for line in skipped_lines(report.input, report.skipped_lines))
     return Group(*parts)
+
+
+def skipped_lines(path: str, skipped: list[dict[str, Any]]) -> list[str]:
+    """What the reader left out, naming the file and the lines: the cut last line of a file still being
+    written, and the invalid lines --skip-invalid left out."""
+    cut = [entry for entry in skipped if entry.get("truncated")]
+    invalid = [entry["line"] for entry in skipped if not entry.get("truncated")]
+    lines = [f"{path}:{entry['line']}: {entry['error']}" for entry in cut]
+    if invalid:
+        shown = ", ".join(f"{line:,}" for line in invalid[:10]) + (", …" if len(invalid) > 10 else "")
+        lines.append(f"{path}: {len(invalid):,} invalid line(s) left out (line {shown}; the report lists why)")
+    return lines
 
 
 def _verdict(report: dict[str, Any]) -> Text:
@@ -174,10 +183,7 @@ def _warnings(report: dict[str, Any]) -> list[Text]:
     if report["warning_appended"]:
         lines.append(Text("warning appended: usage reached warn_fraction", style="yellow"))
     lines.extend(_orphan_lines(report))
-    if report["skipped_lines"]:
-        where = ", ".join(str(s["line"]) for s in report["skipped_lines"][:10])
-        lines.append(Text(f"warning: {len(report['skipped_lines'])} invalid line(s) kept as is (line {where})",
-                          style="yellow"))
+    lines.extend(Text(f"warning: {line}", style="yellow") for line in skipped_lines(report["input"], report["skipped_lines"]))
     if report["last_error"]:
         lines.append(Text(f"strategy error: {report['last_error']}", style="red"))
     return lines

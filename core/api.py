@@ -385,7 +385,8 @@ def _compact_dataset(source: str, decoded: Decoded | None, config: MemoryConfig,
         with open(source, "rb") as stream:
             write(compact_dataset_lines(stream, compactor))
     else:
-        output = [compactor.line(line.number, line.to_bytes()) for line in decoded.lines]
+        compacted = (compactor.line(line.number, line.to_bytes()) for line in decoded.lines)
+        output = [line for line in compacted if line is not None]
         if write is not None:
             write(chunk for line in output for chunk in (line, b"\n"))
     return DatasetResult(messages=[], dataset=compactor.report(),

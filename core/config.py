@@ -299,7 +299,7 @@ class MemoryConfig:
 def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str, other_lines: Sequence[int] = ()) -> None:
     """A `line:` keep rule that pins nothing is an error, before anything runs: one starting past the
     transcript's last line, or one whose lines hold no message (a format's event or metadata line,
-    a blank line, a line ``--skip-invalid`` kept as it was)."""
+    a blank line, a line the reader left out)."""
     starts = sorted(line for line in lines if line is not None)
     last = max(starts[-1:] + list(other_lines), default=0)
     for rule in config.keep_rules():

@@ -353,9 +353,11 @@ class BatchReport:
     config: dict[str, Any]
     totals: BatchTotals
     rows: list[BatchRow]
+    skipped: list[dict[str, str]] = field(default_factory=list)  # a folder's files that are no transcript: path, reason
     version: int = BATCH_REPORT_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "kind": "batch", "engine": self.engine, "jobs": self.jobs, "out": self.out,
                 "mode": self.mode, "settings_blake2b": self.settings_blake2b, "config": self.config,
-                "totals": self.totals.to_dict(), "rows": [row.to_dict() for row in self.rows]}
+                "totals": self.totals.to_dict(), "rows": [row.to_dict() for row in self.rows],
+                "skipped": list(self.skipped)}

@@ -17,6 +17,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -304,13 +305,14 @@ def test_a_field_of_an_unforeseen_shape_is_one_line_naming_the_line(path: Path, 
     assert not out.exists()
 
 
-def test_a_line_of_an_unforeseen_shape_is_kept_as_it_is_under_skip_invalid(tmp_path: Path) -> None:
+def test_a_line_of_an_unforeseen_shape_is_left_out_under_skip_invalid(tmp_path: Path) -> None:
     source = HOSTILE / "fco_output_number.jsonl"  # a function_call_output whose output is a number, on line 3
     report = tmp_path / "r.json"
     run = subprocess.run(["compact", str(source), "--unlimited", "--skip-invalid", "--report", str(report)],
                          capture_output=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    assert run.stdout == source.read_bytes()
+    lines = source.read_bytes().splitlines(keepends=True)
+    assert run.stdout == b"".join(lines[:2] + lines[3:])
     skipped = json.loads(report.read_text())["skipped_lines"]
     assert [s["line"] for s in skipped] == [3] and "TypeError" in skipped[0]["error"]
 
@@ -335,3 +337,102 @@ def test_a_summarizer_url_that_cannot_be_parsed_is_refused_up_front(url: str) ->
     lines = run.stderr.splitlines()
     assert len(lines) == 1 and "is not a valid URL" in lines[0] and "Traceback" not in run.stderr
     assert "pw" not in run.stderr and "sk-x" not in run.stderr
+
+
+# -- A live session file: the agent is still writing its last line.
+
+CLAUDE_CODE = "claude-code/claude-reliability-coverage-test-fix.jsonl"
+CODEX = "codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl"
+
+
+def cut_last_line(text: bytes) -> bytes:
+    """The file as a reader sees it while the agent writes its last line: that line cut in half, no newline."""
+    body = text.rstrip(b"\n")
+    start = body.rfind(b"\n") + 1
+    return body[: start + (len(body) - start) // 2]
+
+
+def every_line_is_json(output: bytes) -> int:
+    lines = output.splitlines()
+    for line in lines:
+        json.loads(line)  # what `jq` needs
+    return len(lines)
+
+
+@pytest.mark.parametrize("name", [CLAUDE_CODE, CODEX, "openai-chat/tau-bench-airline-task3.jsonl"])
+def test_a_last_line_cut_mid_json_is_left_out_with_a_warning(name: str, realdata: Path, tmp_path: Path) -> None:
+    whole = (realdata / name).read_bytes()
+    source = tmp_path / Path(name).name
+    source.write_bytes(cut_last_line(whole))
+    last = whole.rstrip(b"\n").count(b"\n") + 1
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    run = subprocess.run(["compact", str(source), "--max-tokens", "3000", "-o", str(out), "--report", str(report)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    warnings = [line for line in run.stderr.splitlines() if f"{source}:{last}" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("compact: warning:") and "cut off" in warnings[0], run.stderr
+    assert every_line_is_json(out.read_bytes()) > 0
+    skipped = json.loads(report.read_text())["skipped_lines"]
+    assert [(s["line"], s.get("truncated")) for s in skipped] == [(last, True)]
+
+
+def test_a_cut_last_line_on_stdin_is_left_out_too(tmp_path: Path) -> None:
+    whole = (SAMPLES / "short_chat.jsonl").read_bytes()
+    run = subprocess.run(["compact", "-", "--unlimited"], input=cut_last_line(whole), capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == whole[: whole.rstrip(b"\n").rfind(b"\n") + 1]  # the lines before it, as they were
+    assert b"<stdin>:" in run.stderr and b"cut off" in run.stderr
+
+
+@pytest.mark.parametrize(("damage", "at"), [
+    (lambda text: text.replace(b"\n", b"\n{\"role\": \n", 1), 2),  # a bad line in the middle
+    (lambda text: cut_last_line(text) + b"\n", -1),  # a cut last line that has its newline: not being written
+])
+def test_any_other_bad_line_is_an_error_that_names_skip_invalid(damage: Any, at: int, tmp_path: Path) -> None:
+    source = tmp_path / "t.jsonl"
+    source.write_bytes(damage((SAMPLES / "short_chat.jsonl").read_bytes()))
+    at = at if at > 0 else source.read_bytes().count(b"\n")
+    run = subprocess.run(["compact", str(source), "--unlimited"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and f"{source}:{at}:" in lines[0] and "--skip-invalid" in lines[0], run.stderr
+
+
+@pytest.mark.parametrize("name", [CLAUDE_CODE, "openai-chat/tau-bench-airline-task3.jsonl"])
+def test_skip_invalid_leaves_a_bad_line_out_of_the_output(name: str, realdata: Path, tmp_path: Path) -> None:
+    lines = (realdata / name).read_bytes().splitlines(keepends=True)
+    lines[5] = lines[5][: len(lines[5]) // 2] + b"\n"  # line 6 cut, in the middle of the file
+    source = tmp_path / Path(name).name
+    source.write_bytes(b"".join(lines))
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    run = subprocess.run(["compact", str(source), "--unlimited", "--skip-invalid", "-o", str(out),
+                          "--report", str(report)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert every_line_is_json(out.read_bytes()) == len(lines) - 1
+    assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [6]
+    assert f"{source}:6" in run.stderr or "line 6" in run.stderr
+
+
+def test_in_place_refuses_a_file_still_being_written(tmp_path: Path) -> None:
+    source = tmp_path / "live.jsonl"
+    source.write_bytes(cut_last_line((SAMPLES / "agent_session.jsonl").read_bytes()))
+    before = source.read_bytes()
+    run = subprocess.run(["compact", str(source), "--in-place", "--max-tokens", "500"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"compact: error: {source}:") and "still being written" in lines[0]
+    assert source.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["live.jsonl"]
+
+
+@pytest.mark.parametrize("command", [["stats", "{}"], ["diff", "{}", "{}"], ["validate", "{}", "--for", "openai"],
+                                     ["count", "{}"]])
+def test_every_command_reading_a_live_session_says_it_left_the_cut_line_out(command: list[str],
+                                                                            tmp_path: Path) -> None:
+    source = tmp_path / "live.jsonl"
+    source.write_bytes(cut_last_line((SAMPLES / "agent_session.jsonl").read_bytes()))
+    last = source.read_bytes().count(b"\n") + 1
+    run = subprocess.run(["compact", *[str(source) if part == "{}" else part for part in command]],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode in (0, 1), run.stderr  # (validate: 1 when the provider would refuse the rest)
+    assert f"{source}:{last}: the last line is cut off mid-JSON" in " ".join((run.stdout + run.stderr).split())

@@ -228,7 +228,8 @@ def test_a_failure_late_in_a_file_leaves_no_output_and_no_temporary_file(tree: P
     assert result.exit_code == 1
     assert report is not None
     assert report["rows"][0]["error"].endswith("set.jsonl:4: message 1: unknown role 'robot' "
-                                               "(expected one of system, developer, user, assistant, tool, function)")
+                                               "(expected one of system, developer, user, assistant, tool, function; "
+                                               "--skip-invalid leaves bad lines out)")
     assert [p for p in out.rglob("*") if p.is_file()] == [], "no output, no sidecar, no temporary file"
 
 
@@ -333,11 +334,50 @@ def test_an_out_that_is_a_file_is_bad_usage(tree: Path) -> None:
     assert "notes.txt' is a file" in result.stderr
 
 
+def test_a_folder_takes_every_format_compact_reads_and_lists_what_it_skipped(realdata: Path, samples: Path,
+                                                                            tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copyfile(samples / "agent_session.jsonl", folder / "session.jsonl")
+    shutil.copyfile(realdata / "gemini-cli" / "gemini-cli-chat-session-pomodoro-timer.json", folder / "chat.json")
+    shutil.copyfile(realdata / "sharegpt" / "glaive_toolcall_en_demo.json", folder / "glaive.json")
+    (folder / "package.json").write_text('{"name": "app", "version": "1.0.0"}\n')
+    (folder / "notes.txt").write_text("not a transcript\n")
+    out = tmp_path / "out"
+    result, report = run_batch(str(folder), "--out", str(out), *BUDGET, "--report", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert report is not None
+    assert sorted(rows_by_input(report)) == ["chat.json", "glaive.json", "session.jsonl"]
+    assert {row["status"] for row in report["rows"]} <= {COMPACTED, "unchanged"}
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["chat.json", "glaive.jsonl",
+                                                                                    "session.jsonl"]
+    skipped = {Path(entry["path"]).name: entry["reason"] for entry in report["skipped"]}
+    assert sorted(skipped) == ["notes.txt", "package.json"]
+    assert "not JSON" in skipped["notes.txt"] and "in any format" in skipped["package.json"]
+    assert "compact batch · 3 input(s)" in result.stdout
+    for name, reason in skipped.items():  # the table says what it passed over, and why
+        assert f"skipped: {folder / name}: {reason}" in " ".join(result.stdout.split())
+
+
+def test_a_session_still_being_written_is_compacted_and_the_line_left_out_is_said(samples: Path,
+                                                                                 tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    text = (samples / "agent_session.jsonl").read_bytes().rstrip(b"\n")
+    (folder / "live.jsonl").write_bytes(text[: len(text) - 40])  # the agent is writing its last line
+    for table in ("--table", "--no-table"):
+        result, report = run_batch(str(folder), "--out", str(tmp_path / "out"), *BUDGET, table, "--force",
+                                   "--report", str(tmp_path / "r.json"))
+        assert result.exit_code == 0, result.output
+        assert report is not None and report["rows"][0]["skipped_lines"] == 1
+        assert f"{folder / 'live.jsonl'}: 1 line(s) left out" in " ".join(result.output.split())
+
+
 def test_an_empty_folder_is_bad_usage(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     result = invoke("batch", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2
-    assert "no .jsonl file in this folder" in result.stderr
+    assert "no transcript in this folder" in result.stderr
 
 
 def test_the_batch_command_is_in_the_help() -> None:

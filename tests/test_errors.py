@@ -14,7 +14,8 @@ ERRORS = Path(__file__).resolve().parent.parent / "sample_transcripts" / "errors
 CASES = [
     ("bad_json.jsonl", r":3:\d+: malformed JSON"),
     ("unknown_role.jsonl", r":2: unknown role 'robot' \(expected one of system, developer, user, assistant, tool"),
-    ("invalid_utf8.jsonl", r":2:\d+: invalid UTF-8 \(byte 0x[0-9a-f]{2}\) \(re-encode the file as UTF-8\)"),
+    ("invalid_utf8.jsonl", (r":2:\d+: invalid UTF-8 \(byte 0x[0-9a-f]{2}\) \(re-encode the file as UTF-8; "
+                            r"--skip-invalid leaves bad lines out\)")),
     ("empty.jsonl", r": the file is empty; a transcript needs at least one message"),
     ("not_an_object.jsonl", r":2: an array, not a message object"),
     ("missing_role.jsonl", r":\d+: message has no role"),

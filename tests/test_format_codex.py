@@ -240,7 +240,7 @@ def test_detected_without_from_and_invalid_lines(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"compact: error: {bad}:7:") and len(result.stderr.splitlines()) == 1
     report = tmp_path / "r.json"
     kept = invoke(str(bad), "--unlimited", "--skip-invalid", "--report", str(report))
-    assert kept.exit_code == 0 and kept.stdout == bad.read_text()
+    assert kept.exit_code == 0 and kept.stdout == ROLLOUT.read_text()
     assert [s["line"] for s in json.loads(report.read_text())["skipped_lines"]] == [7]
 
 

@@ -12,7 +12,7 @@ from core import formats
 from core.api import compact_file
 from core.config import MemoryConfig, StrategySpec
 from core.messages import is_summary
-from tests.helpers import check_bad_line, invoke
+from tests.helpers import invoke
 
 FIXTURES = Path(__file__).parent / "fixtures" / "formats"
 SESSION = FIXTURES / "pi_session.jsonl"  # with a compaction entry
@@ -245,12 +245,19 @@ def test_a_file_mixing_pi_and_claude_code_is_refused(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1 and f"{mixed}:6:" in result.stderr
 
 
-def test_invalid_line_is_an_error_or_kept_in_place(tmp_path: Path) -> None:
+def test_invalid_line_is_an_error_or_left_out_with_the_next_entry_linked_past_it(tmp_path: Path) -> None:
     lines = SESSION.read_text().splitlines()
     lines[40] = lines[40][:-5]
     broken = tmp_path / "broken.jsonl"
     broken.write_text("\n".join(lines) + "\n")
-    check_bad_line(broken, 41, tmp_path, "--max-tokens", "8000")
+    failed = invoke(str(broken), "--max-tokens", "8000")
+    assert failed.exit_code == 2 and f"{broken}:41:" in failed.stderr and "--skip-invalid" in failed.stderr
+    kept = invoke(str(broken), "--unlimited", "--skip-invalid")
+    assert kept.exit_code == 0, kept.output
+    before = [json.loads(line) for line in lines[:40] + lines[41:]]
+    after = [json.loads(line) for line in kept.stdout.splitlines()]
+    assert after[40] == {**before[40], "parentId": before[39]["id"]}  # its parent was the line left out
+    assert after[:40] + after[41:] == before[:40] + before[41:]
 
 
 def test_orphans_and_repair_use_pi_ids(tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def test_detected_without_from_and_mixed_files_are_refused(tmp_path: Path) -> No
     assert f"{mixed}:22:" in result.stderr and "Codex CLI rollout" in result.stderr
 
 
-def test_an_invalid_line_stops_the_run_or_is_kept_in_place(tmp_path: Path) -> None:
+def test_an_invalid_line_stops_the_run_or_is_left_out(tmp_path: Path) -> None:
     lines = ITEMS.read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join([*lines[:4], '{"type": "message", "role": "assistant", "content": [', *lines[4:]]) + "\n")
@@ -190,7 +190,7 @@ def test_an_invalid_line_stops_the_run_or_is_kept_in_place(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert result.stderr.startswith(f"compact: error: {bad}:5:") and len(result.stderr.splitlines()) == 1
     kept, report = run(str(bad), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
-    assert kept.stdout == bad.read_text()
+    assert kept.stdout == ITEMS.read_text()
     assert [s["line"] for s in report["skipped_lines"]] == [5]
 
 
@@ -201,7 +201,7 @@ def test_an_output_without_call_id_is_a_one_line_error(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.startswith(f"compact: error: {bad}:22: a function_call_output item needs the call_id")
     kept, report = run(str(bad), "--unlimited", "--skip-invalid", tmp_path=tmp_path)
-    assert kept.stdout == bad.read_text()
+    assert kept.stdout == ITEMS.read_text()
     assert [s["line"] for s in report["skipped_lines"]] == [22]
 
 

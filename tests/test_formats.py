@@ -143,7 +143,7 @@ def test_thinking_reasoning_and_documents_are_counted_as_documented() -> None:
     assert image_count(content) == 2  # the PDF and the image; the text document is read as text
 
 
-def test_skip_invalid_keeps_a_line_of_the_wrong_shape_in_place(tmp_path: Path) -> None:
+def test_skip_invalid_leaves_out_a_line_of_the_wrong_shape(tmp_path: Path) -> None:
     fixture = Path(__file__).parent / "fixtures" / "formats" / "anthropic_all_blocks.jsonl"
     lines = fixture.read_text(encoding="utf-8").splitlines()
     lines.insert(2, '{"hello": 1}')
@@ -155,7 +155,7 @@ def test_skip_invalid_keeps_a_line_of_the_wrong_shape_in_place(tmp_path: Path) -
     out = invoke(str(path), "--unlimited", "--from", "anthropic", "--skip-invalid", "-o", str(tmp_path / "o.jsonl"),
                  "--report", str(tmp_path / "r.json"))
     assert out.exit_code == 0, out.output
-    assert (tmp_path / "o.jsonl").read_bytes() == path.read_bytes()
+    assert (tmp_path / "o.jsonl").read_bytes() == fixture.read_bytes()
     assert json.loads((tmp_path / "r.json").read_text())["skipped_lines"] == [
         {"line": 3, "error": "this line is not an Anthropic message"}]
 

@@ -88,13 +88,13 @@ def test_in_place_leaves_a_file_it_would_not_change_alone(tmp_path: Path) -> Non
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
-def test_skip_invalid_keeps_bad_lines_in_place_and_reports_them(tmp_path: Path) -> None:
+def test_skip_invalid_leaves_bad_lines_out_and_reports_them(tmp_path: Path) -> None:
     source = tmp_path / "in.jsonl"
     source.write_text('{"role":"user","content":"a"}\n{not json\n{"role":"assistant","content":"b"}\n')
     report = tmp_path / "r.json"
     result = invoke(str(source), "--unlimited", "--skip-invalid", "--report", str(report))
     assert result.exit_code == 0
-    assert result.stdout == source.read_text()
+    assert result.stdout == '{"role":"user","content":"a"}\n{"role":"assistant","content":"b"}\n'
     skipped = json.loads(report.read_text())["skipped_lines"]
     assert [s["line"] for s in skipped] == [2]
     assert skipped[0]["error"].startswith("malformed JSON")

@@ -156,7 +156,7 @@ def test_skipped_lines_and_kept_orphans_are_one_warning_line(tmp_path: Path) -> 
     skipped = invoke(str(ROOT / "tests" / "badinput" / "bad_third_line.jsonl"), "--skip-invalid", "--max-tokens",
                      "8000", "-o", str(tmp_path / "a"))
     assert skipped.exit_code == 0, skipped.output
-    assert "1 invalid line(s) kept as they were (line 3)" in _warning(skipped)
+    assert "1 invalid line(s) left out (line 3; the report lists why)" in _warning(skipped)
     orphan = invoke(str(SAMPLES / "errors" / "orphan_call.jsonl"), "--max-tokens", "8000", "-o", str(tmp_path / "b"))
     assert orphan.exit_code == 0, orphan.output
     assert "1 tool call(s) without a result kept (line 3, --repair drops them)" in _warning(orphan)

@@ -62,10 +62,9 @@ PROBLEMS = [
     (
         "openai",
         [U, calls("c1", "c2"), {"role": "tool", "tool_call_ids": ["c1", "c2"], "content": "x"}],
-        [(1, "missing-result"), (1, "missing-result"), (2, "several-call-ids")],
+        [(2, "several-call-ids")],  # the one problem: the calls have their result, in the wrong field
     ),
-    ("openai", [U, calls("c1"), {"role": "tool", "tool_call_ids": ["c1"], "content": "x"}],
-     [(1, "missing-result"), (2, "call-ids-list")]),
+    ("openai", [U, calls("c1"), {"role": "tool", "tool_call_ids": ["c1"], "content": "x"}], [(2, "call-ids-list")]),
     ("openai", [U, calls(""), result("", "x")], [(1, "empty-call-id"), (2, "missing-call")]),
     ("responses", [U, calls(""), result("", "x")], [(1, "empty-call-id")]),
 
@@ -180,6 +179,22 @@ def test_validate_prints_one_line_per_problem_and_exits_1(tmp_path: Path) -> Non
         "(--repair drops calls without a result and results without a call, and writes one-id tool_call_ids "
         "lists as tool_call_id; `compact validate --help` lists the checks)\n"
     )
+
+
+def test_a_swe_agent_history_is_one_line_per_problem(realdata: Path) -> None:
+    """SWE-agent answers each call in a one-id tool_call_ids list: one problem per tool message (not
+    also a "has no result" on its call), said without parentheses inside parentheses."""
+    path = realdata / "openai-chat" / "swe-agent-marshmallow-1867.jsonl"
+    run = invoke("validate", str(path), "--for", "openai")
+    assert run.exit_code == 1
+    lines = run.stdout.splitlines()
+    tools = [n for n, line in enumerate(path.read_text().splitlines(), start=1) if json.loads(line)["role"] == "tool"]
+    assert [int(line.split(":")[1]) for line in lines] == tools  # one line per tool message, nothing else
+    for line in lines:
+        assert "tool_call_ids list" in line and "has no result" not in line
+        fix = line[line.index(" (") + 2:]
+        assert "(" not in fix, line
+    assert "13 problems for openai: 13 call-ids-list" in run.stderr
 
 
 def test_validate_exits_0_with_a_summary_on_stderr(samples: Path) -> None:

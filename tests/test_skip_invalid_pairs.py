@@ -1,4 +1,4 @@
-"""--skip-invalid: an invalid line kept verbatim inside a block of parallel tool results does not split pairs.
+"""--skip-invalid: an invalid line left out of a block of parallel tool results does not split pairs.
 
 The shape of a real pi session: an assistant message with 10 toolCall blocks, its 10
 results on the next lines, one of them invalid JSON. At every budget, each call kept
@@ -70,14 +70,20 @@ def test_pairs_on_both_sides_of_an_invalid_result_stay_whole(tmp_path: Path, cur
     process = subprocess.run(["compact", str(source), "--skip-invalid", "--max-tokens", str(budget), "-q"],
                              capture_output=True, text=True, timeout=60)
     assert process.returncode == 0, process.stderr
-    assert BROKEN in process.stdout.splitlines()  # kept verbatim, in place
+    assert BROKEN not in process.stdout.splitlines()  # left out: the output is all JSON
+    entries = [json.loads(line) for line in process.stdout.splitlines()]
+    ids = {entry["id"] for entry in entries}
+    assert all(entry.get("parentId") in ids | {None} for entry in entries)  # the entry after it links past it
     calls, results = kept_pairs(process.stdout)
     assert results == calls - {"t6"}, (sorted(calls), sorted(results))
+    again = subprocess.run(["compact", "-", "--unlimited", "-q"], input=process.stdout, capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode == 0 and again.stdout == process.stdout, again.stderr  # pi's one branch, read whole
 
 
-def test_a_line_of_no_format_first_is_skipped_with_the_others_and_the_output_reads_back(tmp_path: Path) -> None:
-    # --skip-invalid passes such a line through wherever it is: detection skips it too instead of
-    # refusing the file, so a file (or compact's own output) that starts with one still reads.
+def test_a_line_of_no_format_first_is_left_out_with_the_others_and_the_output_reads_back(tmp_path: Path) -> None:
+    # --skip-invalid leaves such a line out wherever it is: detection skips it too instead of
+    # refusing the file.
     source = tmp_path / "t.jsonl"
     chat = [{"role": "user", "content": "first question " * 50}, {"role": "assistant", "content": "answer " * 80},
             {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a2"}]
@@ -89,7 +95,7 @@ def test_a_line_of_no_format_first_is_skipped_with_the_others_and_the_output_rea
                            "-o", str(out), "-q"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert lines == [{"note": "not a message"}, chat[2], chat[3]]
-    again = subprocess.run(["compact", str(out), "--skip-invalid", "--unlimited", "-q"], capture_output=True, text=True)
+    assert lines == [chat[2], chat[3]]  # the line of no format left out with the turns compacted away
+    again = subprocess.run(["compact", str(out), "--unlimited", "-q"], capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert [json.loads(line) for line in again.stdout.splitlines()] == lines

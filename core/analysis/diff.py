@@ -27,7 +27,7 @@ import bisect
 import hashlib
 from collections import defaultdict, deque
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from core.analysis.stats import encoder_dict
@@ -81,6 +81,7 @@ class TranscriptDiff:
     changes: list[Change]
     kept_messages: int
     kept_tokens: int
+    left_out: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (path, lines the reader left out)
 
     def summary(self) -> dict[str, dict[str, int]]:
         """Messages and tokens (each side) per kind of change, kept included."""
@@ -139,6 +140,7 @@ def diff_files(
         changes=changes,
         kept_messages=len(kept),
         kept_tokens=sum(counted_after[j].tokens for _, j in kept),
+        left_out=[(side.path, side.skipped_lines) for side in (before, after) if side.skipped_lines],
     )
 
 

@@ -58,7 +58,7 @@ REPAIRABLE = frozenset({"missing-result", "missing-call", "call-ids-list"})
 # The fix of each problem; {placeholders} are filled from the problem.
 FIXES = {
     "several-call-ids": "split it into one tool message per call, each with its tool_call_id",
-    "call-ids-list": "write the id as tool_call_id (compact --repair does)",
+    "call-ids-list": "write it as tool_call_id, as compact --repair does",
     "missing-tool-call-id": "add the id of the call it answers, or drop it",
     "result-before-call": "move it after the call",
     "missing-call": "drop it with compact --repair, or restore the message that made the call",
@@ -70,8 +70,8 @@ FIXES = {
     "empty-call-id": "give every tool call a non-empty id, and its result the same tool_call_id",
     "invalid-call-id": "use only letters, digits, _ and - in the id and its result's tool_call_id",
     "duplicate-call-id": "give every tool call a unique id",
-    "call-id-too-long": "shorten it, and the id its result names with it (compact --to {provider} "
-    "does when it converts from another format)",
+    "call-id-too-long": "shorten it, and the id its result names with it, as compact --to {provider} "
+    "does when it converts from another format",
     "first-not-user": "start the conversation with a user message (or a summary then a user message)",
     "empty-assistant": "give it content or drop it",
     "empty-content": "give it text or drop it",
@@ -197,9 +197,11 @@ def _check_item(view: _View, index: int, item: dict[str, Any]) -> None:
     if view.provider == OPENAI and role == "tool" and item.get("tool_call_id") is None:
         ids = item.get("tool_call_ids")
         if isinstance(ids, list) and len(ids) == 1:  # SWE-agent's shape
-            view.report(index, "call-ids-list", "tool message names its call in a tool_call_ids list")
+            view.report(index, "call-ids-list", f"tool message names its call {ids[0]} in a tool_call_ids list")
         elif isinstance(ids, list):
-            view.report(index, "several-call-ids", "tool message answers several calls (tool_call_ids)")
+            shown = ", ".join(str(i) for i in ids)
+            view.report(index, "several-call-ids", f"tool message answers several calls in a tool_call_ids list: "
+                        f"{shown}")
         else:
             view.report(index, "missing-tool-call-id", "tool message has no tool_call_id")
         view.flagged.add(index)
@@ -282,8 +284,9 @@ def _chat_pairing(view: _View) -> None:
     for index, item in enumerate(view.items):
         role = item.get("role")
         if role == "tool":
-            if index in view.flagged:  # its shape is the problem: it still answers its call
-                waiting.pop(str(item.get("tool_call_id")), None)
+            if index in view.flagged:  # its shape is the problem: it still answers its calls
+                for answered in _answered_ids(item):
+                    waiting.pop(answered, None)
                 continue
             call_id = str(item.get("tool_call_id"))
             if call_id in waiting:
@@ -319,6 +322,14 @@ def _chat_pairing(view: _View) -> None:
             if item.get("content") in (None, []) and not calls and item.get("function_call") is None:
                 view.report(index, "empty-assistant", "assistant message has neither content nor tool_calls")
     _unanswered(view, waiting, names)
+
+
+def _answered_ids(item: dict[str, Any]) -> list[str]:
+    """The calls a tool message answers: its tool_call_id, or the ids of its tool_call_ids list (SWE-agent)."""
+    ids = item.get("tool_call_ids")
+    if item.get("tool_call_id") is None and isinstance(ids, list):
+        return [str(i) for i in ids]
+    return [str(item.get("tool_call_id"))]
 
 
 def _called_later(view: _View, index: int, call_id: str) -> bool:

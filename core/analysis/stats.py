@@ -96,6 +96,7 @@ class TranscriptStats:
     read_tools: tuple[str, ...]
     uncounted: dict[str, int] = field(default_factory=lambda: {"messages": 0, "tokens": 0})
     live_part: dict[str, Any] | None = None  # a provider compaction record: where the counted part starts
+    skipped_lines: list[dict[str, Any]] = field(default_factory=list)  # what the reader left out (a cut last line)
 
     @property
     def rereads(self) -> list[FileReads]:
@@ -183,6 +184,7 @@ def stats_file(
             graph_marker=config.graph_marker,
         )
         stats.live_part = live_part(transcript)
+        stats.skipped_lines = transcript.skipped_lines
         return stats
     finally:
         if counter.cache is not None:

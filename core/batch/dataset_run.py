@@ -13,7 +13,7 @@ ShareGPT file is. The report sums the conversations and holds a row per
 conversation.
 
 With ``skip_invalid`` a line that is not a valid conversation (malformed
-JSON, or any invalid message in it) is kept verbatim and listed in
+JSON, or any invalid message in it) is left out of the output and listed in
 ``skipped_lines``; otherwise it is an error naming the line and the message.
 
 Detection is the formats detector's (core.formats.sniff): a first non-blank line
@@ -42,7 +42,7 @@ from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
 from core.formats.dataset import is_chat_conversation, is_conversation
 from core.io import jsonio
-from core.io.rawinput import numbered_lines  # the one reader of raw input
+from core.io.rawinput import naming_skip_invalid, numbered_lines  # the one reader of raw input
 from core.io.transcript import check_message  # the transcript reader's own message checks
 from core.messages import Message, wire_message
 from core.report import ConversationRow, DatasetReport, EncoderReport, summary_failed
@@ -90,8 +90,9 @@ class DatasetCompactor:
         self.rows: list[ConversationRow] = []
         self.skipped_lines: list[dict[str, Any]] = []
 
-    def line(self, number: int, raw: bytes) -> bytes:
-        """The output bytes (without a line end) for the conversation on line ``number``."""
+    def line(self, number: int, raw: bytes) -> bytes | None:
+        """The output bytes (without a line end) for the conversation on line ``number``; None for a line
+        ``skip_invalid`` leaves out."""
         try:
             conversation = _parse_conversation(raw, self.name, number)
             if is_chat_conversation(conversation):
@@ -102,9 +103,9 @@ class DatasetCompactor:
                 messages = decoded.messages
         except InputError as exc:
             if not self.skip_invalid:
-                raise
+                raise naming_skip_invalid(exc) from None
             self.skipped_lines.append({"line": number, "error": exc.what})
-            return raw
+            return None
         if not messages:
             self.rows.append(ConversationRow(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
             return raw
@@ -174,8 +175,10 @@ def compact_dataset_lines(
     seen = False
     for number, raw in numbered_lines(lines, compactor.name):
         seen = True
-        yield compactor.line(number, raw)
-        yield b"\n"
+        out = compactor.line(number, raw)
+        if out is not None:
+            yield out
+            yield b"\n"
     if not seen:
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
 

@@ -52,7 +52,7 @@ COMPACTED = "compacted"
 UNCHANGED = "unchanged"  # read and written back, but no strategy changed anything (already within budget)
 UP_TO_DATE = "up_to_date"
 FAILED = "failed"
-PATTERN = ".jsonl"  # what a directory input contributes
+PATTERN = ".jsonl"  # a folder's file that is always taken (a broken one fails its row); others when sniffing reads them
 
 OnRow = Callable[["BatchRow"], None]
 
@@ -112,11 +112,15 @@ def plan_batch(
     options: RunOptions | None = None,
     *,
     force: bool = False,
+    skipped: list[dict[str, str]] | None = None,
 ) -> list[BatchTask]:
-    """The tasks for INPUT... (files, directories, globs): each output mirrors its input's relative path."""
+    """The tasks for INPUT... (files, directories, globs): each output mirrors its input's relative path.
+
+    ``skipped`` receives the files a folder held that are no transcript, each with the reason.
+    """
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError("is a file, not a folder", path=out, fix="give --out a folder (it is created if missing)")
-    files = expand_inputs(inputs, out)
+    files = expand_inputs(inputs, out, skipped)
     options = dataclasses.replace(options or RunOptions(), memo_ok=False)  # workers never use the run memo
     settings = settings_digest(config, options)
     config_dict = config.to_dict()
@@ -156,13 +160,17 @@ def _is_json_array(path: str) -> bool:
     return head.removeprefix(jsonio.UTF8_BOM).lstrip()[:1] == b"["
 
 
-def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:
+def expand_inputs(inputs: Sequence[str], out: str, skipped: list[dict[str, str]] | None = None) -> list[tuple[str, str]]:
     """(path, output path relative to --out) for every input file, in order, each once.
 
-    A directory contributes every ``*.jsonl`` under it (hidden names and the
-    --out folder left out); a glob its matches. Outputs are relative to the
-    common root of the inputs: a directory counts as itself, a file as its folder.
+    A directory contributes every file under it that ``compact FILE`` reads:
+    each ``*.jsonl``, and any other whose format sniffing finds (a Gemini CLI
+    saved chat, a ShareGPT array); hidden names and the --out folder are left
+    out, and the other files go to ``skipped`` with the reason. A glob gives its
+    matches. Outputs are relative to the common root of the inputs: a directory
+    counts as itself, a file as its folder.
     """
+    skipped = [] if skipped is None else skipped
     found: list[tuple[str, str]] = []  # (file, its root)
     for given in inputs:
         if glob.has_magic(given):
@@ -170,13 +178,14 @@ def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:
             if not matches:
                 raise InputError("no file matches this pattern", path=given, fix="check the pattern (quote it so the shell leaves it alone)")
             for match in matches:
-                found.extend(_expand_one(match, out))
+                found.extend(_expand_one(match, out, skipped))
         elif not os.path.exists(given):
             raise InputError("no such file or directory", path=given, fix="check the path")
         else:
-            entries = _expand_one(given, out)
+            passed_over = len(skipped)
+            entries = _expand_one(given, out, skipped)
             if not entries and os.path.isdir(given):
-                raise InputError(f"no {PATTERN} file in this folder", path=given, fix=f"name transcripts *{PATTERN}, or give them as files")
+                raise _no_transcript_in(given, skipped[passed_over:])
             found.extend(entries)
     unique: list[tuple[str, str]] = []
     seen: set[str] = set()
@@ -186,12 +195,12 @@ def expand_inputs(inputs: Sequence[str], out: str) -> list[tuple[str, str]]:
             seen.add(real)
             unique.append((path, root))
     if not unique:
-        raise InputError("no transcript to compact", fix=f"give files, folders holding *{PATTERN} files, or globs")
+        raise InputError("no transcript to compact", fix="give transcript files, folders holding them, or globs")
     common = os.path.commonpath([os.path.abspath(root) for _, root in unique])
     return [(path, os.path.relpath(os.path.abspath(path), common)) for path, _ in unique]
 
 
-def _expand_one(path: str, out: str) -> list[tuple[str, str]]:
+def _expand_one(path: str, out: str, skipped: list[dict[str, str]]) -> list[tuple[str, str]]:
     if not os.path.isdir(path):
         return [(path, os.path.dirname(os.path.abspath(path)))]
     out_real = os.path.realpath(out)
@@ -199,9 +208,44 @@ def _expand_one(path: str, out: str) -> list[tuple[str, str]]:
     for folder, dirs, names in os.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")
                          and os.path.realpath(os.path.join(folder, d)) != out_real)
-        files.extend(os.path.join(folder, n) for n in sorted(names)
-                     if n.endswith(PATTERN) and not n.startswith("."))
+        for name in sorted(n for n in names if not n.startswith(".")):
+            file = os.path.join(folder, name)
+            reason = None if name.endswith(PATTERN) else why_not_a_transcript(file)
+            if reason is None:
+                files.append(file)
+            else:
+                skipped.append({"path": file, "reason": reason})
     return [(f, path) for f in files]
+
+
+def why_not_a_transcript(path: str) -> str | None:
+    """Why ``compact FILE`` would not read this file as a transcript, or None when it would (its format
+    sniffed as ``compact FILE`` sniffs it). A file that cannot be JSON is passed over without being read."""
+    from core.formats import sniff
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if head.removeprefix(jsonio.UTF8_BOM).lstrip()[:1] not in (b"{", b"["):
+        return "not JSON or JSONL"
+    try:
+        sniff(path)
+    except InputError as exc:
+        return exc.what if exc.line is None else f"line {exc.line}: {exc.what}"
+    return None
+
+
+def _no_transcript_in(folder: str, skipped: list[dict[str, str]]) -> InputError:
+    if not skipped:
+        return InputError("no transcript in this folder", path=folder, fix="give transcript files, or globs")
+    first = skipped[0]
+    return InputError(f"no transcript in this folder: {len(skipped):,} file(s) passed over, the first "
+                      f"{first['path']} ({first['reason']})", path=folder,
+                      fix="give a file by name to see why compact cannot read it")
 
 
 # -- one task ------------------------------------------------------------------------------
@@ -394,8 +438,10 @@ def batch_report(
     engine: str,
     jobs: int | None,
     seconds: float,
+    skipped: Sequence[dict[str, str]] = (),
 ) -> BatchReport:
-    """The aggregated report (schemas/batch-report.schema.json): a row per input and the totals."""
+    """The aggregated report (schemas/batch-report.schema.json): a row per input, the totals, and the
+    files the folders held that are no transcript (``skipped``, from :func:`plan_batch`)."""
     ordered = sorted(rows, key=lambda r: r.index)
     done = [r for r in ordered if r.status != FAILED]
     strategies: dict[str, int] = {}
@@ -415,4 +461,4 @@ def batch_report(
     first = tasks[0] if tasks else None
     return BatchReport(engine=engine, jobs=jobs, out=out, mode=first.mode if first else BUDGET,
                        settings_blake2b=first.settings if first else None, config=config.effective_dict(),
-                       totals=totals, rows=ordered)
+                       totals=totals, rows=ordered, skipped=list(skipped))

@@ -172,7 +172,8 @@ def write_back(decoded: Decoded, result: Sequence[Message], *, rebuild: Callable
     changed_before = False
     for position, step in enumerate(steps):
         if isinstance(step, Keep):
-            yield from after_change(step.line) if changed_before and after_change else (step.line.source,)
+            if step.line.data is not None:  # a line that did not read is left out (listed in skipped_lines)
+                yield from after_change(step.line) if changed_before and after_change else (step.line.source,)
             continue
         changed_before = True
         if isinstance(step, Insert):

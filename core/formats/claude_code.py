@@ -304,7 +304,8 @@ class _Writer:
         first_change: int | None = None
         for step in steps:
             if isinstance(step, Keep):
-                outputs.append(step.line)
+                if step.line.data is not None:  # a line that did not read is left out
+                    outputs.append(step.line)
                 continue
             if first_change is None:
                 first_change = len(outputs)

@@ -318,7 +318,7 @@ def _decode_legacy(lines: list[Line], path: str) -> list[Message]:
                              fix="split the file, or pass --from FORMAT to read it as one format")
         if not accepts_item(data):
             raise line_error(path, line, "this line is neither a Responses item nor a 2025 rollout header or state line",
-                             fix="fix or remove the line, or --skip-invalid to keep it as it is")
+                             fix="fix or remove the line, or --skip-invalid to leave it out")
         reader.add(line, data)
     return reader.finish()
 

@@ -66,7 +66,7 @@ EVENTS = ITEM_EVENTS | {"thread.started", "turn.started", "turn.completed", "tur
 # Keys of other formats' lines (Claude Code, Codex rollouts, pi, Gemini, Responses calls): a line holding one is not an event.
 FOREIGN_KEYS = frozenset({"payload", "uuid", "parentUuid", "sessionId", "session_id", "call_id", "role",
                           "messages", "conversations", "timestamp"})
-FIX = "fix or remove the line, or --skip-invalid to keep it as it is"
+FIX = "fix or remove the line, or --skip-invalid to leave it out"
 
 
 @dataclass

@@ -9,6 +9,7 @@ from typing import Any
 
 from core.errors import InputError
 from core.formats.base import Codec, Line
+from core.io.rawinput import naming_skip_invalid
 from core.messages import Message
 
 
@@ -26,7 +27,7 @@ def collector_paused() -> Iterator[None]:
 
 def decode(codec: Codec, lines: list[Line], path: str, skip_invalid: bool,
            skipped: list[dict[str, Any]]) -> list[Message]:
-    """The codec's messages; with ``skip_invalid`` a line of the wrong shape is kept verbatim like bad JSON."""
+    """The codec's messages; with ``skip_invalid`` a line of the wrong shape is left out like bad JSON."""
     index = {line.number: i for i, line in enumerate(lines)} if skip_invalid else {}
     while True:
         try:
@@ -34,6 +35,8 @@ def decode(codec: Codec, lines: list[Line], path: str, skip_invalid: bool,
         except InputError as exc:
             at = index.get(exc.line) if exc.line is not None else None
             if at is None or lines[at].data is None:
+                if not skip_invalid and any(line.number == exc.line for line in lines):
+                    raise naming_skip_invalid(exc) from None
                 raise
             lines[at] = Line(lines[at].number, None, lines[at].source)
             skipped.append({"line": exc.line, "error": exc.what})
@@ -54,7 +57,7 @@ def _decode_or_name_the_line(codec: Codec, lines: list[Line], path: str) -> list
         raise InputError(
             f"a field of this {codec.name} line has a shape its reader does not know ({detail})",
             path=path, line=bad, fix="check the line against the format (docs/formats.md), or pass --skip-invalid "
-                                     "to keep it as it is",
+                                     "to leave it out",
         ) from None
 
 

@@ -22,7 +22,7 @@ Reading replays the lines in order as Gemini CLI's ``loadConversationRecord`` do
 ``--resume`` and decodes the resulting records as the saved chat's are. Each message is
 counted at the line that gave its record's current version (a ``$set`` checkpoint's or
 ``$patch``'s line for the records it holds), so the report and ``--keep line:N`` point into
-the file. A line that is none of these is an error naming it (``--skip-invalid`` keeps it).
+the file. A line that is none of these is an error naming it (``--skip-invalid`` leaves it out).
 
 Writing back: an untouched file is copied byte for byte. A compacted one is written as
 Gemini CLI itself rewrites a session file (``rewriteConversationFile``): the metadata line
@@ -68,7 +68,7 @@ RECORD_TYPES = frozenset({*MESSAGE_TYPES, "info", "error", "warning"})
 OPERATIONS = ("$rewindTo", "$patch", "$set")
 # Keys of other formats' lines: a line holding one is not a session record.
 FOREIGN_KEYS = frozenset({"role", "uuid", "parentUuid", "payload", "message", "messages", "parentId"})
-FIX = "fix or remove the line, or --skip-invalid to keep it as it is"
+FIX = "fix or remove the line, or --skip-invalid to leave it out"
 
 
 def is_header(data: dict[str, Any]) -> bool:
@@ -207,14 +207,14 @@ class GeminiSession(Codec):
         outcome, added_before, waiting = match(originals, result, "slot", lambda before: before.extra["record"])
         if not added_before and not waiting and not any(
                 changed(before, outcome.get(key)) for key, before in enumerate(originals)):
-            for line in decoded.lines:  # untouched: the file as it was, every line
-                yield line.source
+            for line in decoded.lines:  # untouched: the file as it was, but for the lines that did not read
+                if line.data is not None:
+                    yield line.source
             return
         history = replay(decoded.lines, decoded.path)
         pieces_of: dict[int, list[tuple[Message, Message | None]]] = {}
         for key, before in enumerate(originals):
             pieces_of.setdefault(before.extra["record"], []).append((before, outcome.get(key)))
-        invalid = [line for line in decoded.lines if line.data is None]  # kept as they were (--skip-invalid)
         yield header(history.metadata)
         scratchpad = history.metadata.get("memoryScratchpad")
         if scratchpad and not history.scratchpad_fresh:
@@ -222,8 +222,6 @@ class GeminiSession(Codec):
         last = history.metadata.get("lastUpdated") or now_stamp()
         anchor = None  # the id of the last record written, for what compact adds at the end
         for index, (record, line) in enumerate(history.records.values()):
-            while invalid and invalid[0].number < line.number:
-                yield invalid.pop(0).source
             yield from added_records(added_before.pop(index, ()), record.get("timestamp"), Losses(), record.get("id"))
             pieces = pieces_of.get(index)
             rebuilt = record if pieces is None else rebuilt_record(record, pieces)
@@ -232,8 +230,6 @@ class GeminiSession(Codec):
                 last = record.get("timestamp", last)
                 anchor = record.get("id")
         yield from added_records(waiting, last, Losses(), ("end", anchor))
-        for line in invalid:
-            yield line.source
         if scratchpad and history.scratchpad_fresh:
             yield {"$set": {"memoryScratchpad": scratchpad}}
 

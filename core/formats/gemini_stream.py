@@ -189,7 +189,7 @@ def result_text(data: dict[str, Any]) -> str:
 
 def _check(path: str, line: Line, data: dict[str, Any]) -> None:
     kind = data.get("type")
-    fix = "fix or remove the line, or --skip-invalid to keep it as it is"
+    fix = "fix or remove the line, or --skip-invalid to leave it out"
     if kind == "message" and (data.get("role") not in ("user", "assistant") or not isinstance(data.get("content"), str)):
         raise line_error(path, line, "a Gemini stream-json message needs role user or assistant and string content", fix)
     if kind in ("tool_use", "tool_result") and not isinstance(data.get("tool_id"), str):

@@ -71,7 +71,17 @@ from core.formats.base import (
     origin_message,
     plan,
 )
-from core.formats.pi_tree import EPOCH, IdMaker, Out, Tree, context, keep_leaf_last, relink, uuid_of
+from core.formats.pi_tree import (
+    EPOCH,
+    IdMaker,
+    Out,
+    Tree,
+    context,
+    keep_leaf_last,
+    link_past_invalid,
+    relink,
+    uuid_of,
+)
 from core.io import jsonio
 from core.messages import FAILED, Message, arguments_value, is_summary
 
@@ -127,7 +137,8 @@ class PiSession(Codec):
         dropped: dict[str, Any] = {}
         for step in plan(decoded, result):
             if isinstance(step, Keep):
-                out.append(Out(step.line, step.line.data))
+                if step.line.data is not None:  # a line that did not read is left out
+                    out.append(Out(step.line, step.line.data))
             elif isinstance(step, Drop):
                 data = step.line.data or {}
                 if data.get("type") == "compaction":  # it also hides what it summarized: it stays
@@ -140,6 +151,7 @@ class PiSession(Codec):
                 out.append(Out(step.line, _rebuild_entry(step.line.data or {}, before, after), changed=True))
             elif isinstance(step, Insert):
                 out.append(Out(None, _inserted_entry(step.message), changed=True, inserted=True))
+        link_past_invalid(out, decoded.lines, tree)
         relink(out, dropped, tree)
         keep_leaf_last(out, dropped, tree)
         for item in out:

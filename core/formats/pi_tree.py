@@ -107,6 +107,20 @@ class Out:
         self.data[key] = value  # type: ignore[index]
 
 
+def link_past_invalid(out: list[Out], lines: list[Line], tree: Tree) -> None:
+    """An entry whose parent is a line that did not read (left out of the output) links to the entry
+    before it, as reading bridged it (:meth:`Tree.of`): pi, and compact, read the output whole."""
+    if tree.linear:
+        return
+    bridges = _valid_before(lines)
+    for item in out:
+        if item.line is None or item.data is None or item.line.number not in bridges:
+            continue
+        parent = item.data.get("parentId")
+        if isinstance(parent, str) and parent not in tree.by_id:
+            item.set("parentId", (bridges[item.line.number].data or {}).get("id"))
+
+
 def relink(out: list[Out], dropped: dict[str, Any], tree: Tree) -> None:
     """Point every link at a removed entry to its nearest surviving ancestor; link inserted entries in."""
     def survivor(entry_id: Any) -> Any:

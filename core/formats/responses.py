@@ -144,7 +144,7 @@ class ItemReader:
                 call_id = item.get("id")  # the API names the call's call_id `id` on this one
             if not isinstance(call_id, str):
                 raise line_error(self.path, line, f"a {item['type']} item needs the call_id of its call",
-                                 fix="add call_id, or --skip-invalid to keep the line as it is")
+                                 fix="add call_id, or --skip-invalid to leave the line out")
             self.flush()
             content = item.get("output")
             data = {"role": "tool", "tool_call_id": call_id,

@@ -204,7 +204,8 @@ def line_spans(raw: bytes, start: int, number: int) -> Iterator[tuple[int, int, 
 
 def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None = None,
                 skipped: list[dict[str, Any]] | None = None) -> list[Line]:
-    """The non-blank lines of ``raw`` parsed as JSON objects; a bad line is an error unless ``skip_invalid``."""
+    """The non-blank lines of ``raw`` parsed as JSON objects; a bad line is an error unless ``skip_invalid``
+    (or it is the last line, cut off: :func:`bad_line`)."""
     view = memoryview(raw)
     lines: list[Line] = []
     for line_number, begin, stop in line_spans(raw, bom_length(raw), 0):
@@ -214,13 +215,54 @@ def split_lines(raw: bytes, *, skip_invalid: bool, path: str, limit: int | None 
         try:
             data = parse_json_object(source, path, line_number)
         except InputError as exc:
-            if not skip_invalid:
-                raise
+            entry = bad_line(exc, source, last=raw.find(b"\n", stop) < 0, skip_invalid=skip_invalid)
             if skipped is not None:
-                skipped.append({"line": line_number, "error": exc.what})
+                skipped.append(entry)
             data = None
         lines.append(Line(line_number, data, source))
     return lines
+
+
+# Bad lines: left out of the output under --skip-invalid, or when the agent is still writing the last one.
+
+CUT_OFF = "the last line is cut off mid-JSON with no newline after it (a session still being written?): left out"
+SKIP_INVALID = "--skip-invalid leaves bad lines out"
+
+
+def bad_line(exc: InputError, source: bytes | memoryview, *, last: bool, skip_invalid: bool) -> dict[str, Any]:
+    """The skipped-line entry for a line that did not read: the last line cut off mid-JSON (no newline
+    after it) always, any other only under ``skip_invalid`` (else ``exc``, naming --skip-invalid, is raised)."""
+    if last and cut_mid_json(source):
+        return {"line": exc.line, "error": CUT_OFF, "truncated": True}
+    if not skip_invalid:
+        raise naming_skip_invalid(exc)
+    return {"line": exc.line, "error": exc.what}
+
+
+def naming_skip_invalid(exc: InputError) -> InputError:
+    """``exc`` with --skip-invalid among what to do (a line-level error only that flag can get past)."""
+    if "--skip-invalid" not in (exc.fix or ""):
+        exc.fix = f"{exc.fix}; {SKIP_INVALID}" if exc.fix else SKIP_INVALID
+    return exc
+
+
+def cut_mid_json(source: bytes | memoryview) -> bool:
+    """Is this line the start of a JSON object that stops before its end (a write still under way)?
+    A cut may fall inside a UTF-8 character: its first bytes are set aside."""
+    text = bytes(source)
+    if text.lstrip()[:1] != b"{":
+        return False
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason != "unexpected end of data":
+            return False
+        text = text[: exc.start]
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        return str(exc.msg) == "unexpected end of data"
+    return False
 
 
 def iter_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:

@@ -21,6 +21,7 @@ from core.io.rawinput import (
     DEFAULT_MAX_LINE_BYTES,  # callers read it from here too
     READ_BLOCK,
     STDIN,
+    bad_line,
     blocks,
     bom_length,
     line_spans,
@@ -79,8 +80,8 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
                     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, name: str | None = None) -> Transcript:
     """Parse a JSONL transcript; the first bad line is an error naming its line.
 
-    With ``skip_invalid`` a bad line is kept verbatim in place (as a message
-    no strategy touches) and listed in ``skipped_lines`` instead.
+    With ``skip_invalid`` a bad line is left out and listed in ``skipped_lines``
+    instead; so is a last line cut off mid-JSON without it (a file still being written).
     """
     name = name or ("<stdin>" if path == STDIN else path)  # (a device read once is still named as given)
     transcript = Transcript(path=name, messages=[])
@@ -100,6 +101,10 @@ def read_transcript(path: str, *, skip_invalid: bool = False, stdin: BinaryIO | 
                 raw = read_bounded(stream, name, max_line_bytes)
                 number = _parse_block(transcript, raw, 0, number, None, skip_invalid)
     if not transcript.messages:
+        if transcript.skipped_lines:
+            first = transcript.skipped_lines[0]
+            raise InputError(f"no line of this file reads as a message: {first['error']}", path=name,
+                             line=first["line"])
         if number == 0:
             raise InputError("the file is empty; a transcript needs at least one message", path=name)
         raise InputError("the file holds only blank lines; a transcript needs at least one message", path=name)
@@ -121,10 +126,9 @@ def _parse_block(
         try:
             data = parse_line(line, transcript.path, line_number)
         except InputError as exc:
-            if not skip_invalid:
-                raise
-            transcript.skipped_lines.append({"line": line_number, "error": exc.what})
-            transcript.messages.append(Message(data={}, line=line_number, source=ref, extra={"invalid": exc.what}))
+            # (only the file's last block can end without a newline)
+            transcript.skipped_lines.append(
+                bad_line(exc, line, last=raw.find(b"\n", stop) < 0, skip_invalid=skip_invalid))
             continue
         transcript.messages.append(Message(data=data, line=line_number, source=ref))
     # Only blank lines follow the last one read: count them, not the whole block again.
