@@ -43,6 +43,9 @@ MARKER = SUMMARY_MARKER
 FILES_READ = "Files read:"
 FILES_CHANGED = "Files changed:"
 FACTS = "Kept verbatim:"
+# What the marker means, for a model or a person who meets it without the README.
+WRITTEN_BY = "(CUCA marks what the compact tool wrote.)"
+WRITTEN_BY_TOKENS = 10  # (cl100k: 9) under a budget, from the digest's share, not the file lists'
 _HEADER_TURNS = re.compile(re.escape(SUMMARY_MARKER) + r" turns (\d+)-(\d+)")
 MAX_FILES = 30
 MAX_KEPT_FACTS = 20
@@ -496,7 +499,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         facts=tuple(facts),
         failed=tuple(i for i, p in enumerate(removable) if workspace.messages[p].extra.get(FAILED)),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
-        max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
+        max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest) - (WRITTEN_BY_TOKENS if digest < 1 else 0)),
     )
     store = workspace.seams.store
     # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
@@ -520,7 +523,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
         (f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
-        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}."),
+        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}. {WRITTEN_BY}"),
         text,
     ]
     if store is not None:
