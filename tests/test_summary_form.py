@@ -80,3 +80,21 @@ def test_the_tail_of_a_long_request_is_quoted_in_whole_sentences(samples: Path) 
         for summary in summaries(samples / "agent_session.jsonl", budget):
             assert fragments(summary) == []
             assert "- user: .from_dict" not in summary
+
+
+def test_under_a_small_budget_the_findings_outrank_an_old_tool_output(realdata: Path) -> None:
+    """Issue 29.10: at 2,000 tokens on the cctrace session the room went to a middle-cut
+    `head -80 RENDERED.md` output of an earlier turn while the summary kept the requests alone and
+    lost the session's key finding: Claude Code names a project's folder with hyphens where the
+    path has underscores (`-mnt-c-python-cctrace-test`, not `-mnt-c-python-cctrace_test`)."""
+    path = realdata / SESSIONS["claude-code"]
+    result = invoke(str(path), "--max-tokens", "2000", "--to", "openai")
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    summary = next(m["content"] for m in out if str(m.get("content")).startswith("CUCA summary:"))
+    body = summary.split("</summary>")[0]
+    assert "-mnt-c-python-cctrace-test" in body and "hyphen" in body
+    current = max(i for i, m in enumerate(out) if m["role"] == "user")
+    older_results = [m for m in out[:current] if m["role"] == "tool"]
+    assert not any("head -80" in str(m.get("tool_calls")) for m in out[:current])
+    assert sum(len(str(m["content"])) for m in older_results) < 1000

@@ -33,6 +33,7 @@ from core.messages import (
 )
 from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import SummaryRequest
+from core.summarizers.extractive import OMITTED
 from core.summarizers.facts import MAX_FACTS, extract_facts, missing_facts
 from core.summarizers.summary_files import (
     FACTS,
@@ -42,6 +43,8 @@ from core.summarizers.summary_files import (
     last_touches,
     names_that_fit,
     newest_files,
+    old_outputs,
+    output_outranked,
     parse_previous,
     tracked_files,
     unite,
@@ -137,7 +140,8 @@ def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | froz
     return sorted(chosen)
 
 
-def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int) -> set[int]:
+def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int,
+                        summary_left_out: bool = False) -> set[int]:
     """When the span's newest exchanges are what make the run land well under the budget, keep them:
     newest first, whole while they fit, then the next one with its longest texts cut in the middle
     (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
@@ -156,6 +160,8 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
         extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
         # A span of one exchange: cut, it needs no summary beside it.
         cut = after + extra - int(AIM_SHARE * limit) - (summary_tokens if whole else 0)
+        if cut > 0 and not whole and summary_left_out and output_outranked(workspace, newest):
+            break
         if cut > 0 and not _cut_to_fit(workspace, newest, cut):
             break
         kept |= newest
@@ -344,6 +350,11 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     budget (never over ``keep``)."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
     composed = _compose(workspace, summarizer, removable, room, digest, memo)
+    outputs = old_outputs(workspace, removable, keep) if fit_budget and OMITTED in composed.summary["content"] else []
+    if outputs:  # the findings the summary left out outrank them: the span takes them, the summary their room
+        room += sum(workspace.messages[p].tokens for p in outputs if workspace.structure.counted[p])
+        removable = sorted({*removable, *outputs})
+        composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if composed.tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
         smaller = max(MIN_SUMMARY_TOKENS, room - (composed.tokens - room) - 8)
@@ -354,12 +365,15 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
         shorter = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        given_back = set(removable) - set(shorter)
+        if OMITTED in composed.summary["content"] and given_back and output_outranked(workspace, given_back):
+            shorter = []  # the slack goes to the summary's findings (_top_up), not back to an old output
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
-        kept = _keep_newest_partly(workspace, removable, added)
+        kept = _keep_newest_partly(workspace, removable, added, OMITTED in composed.summary["content"])
         if kept:
             removable = [p for p in removable if p not in kept]
             if not removable:

@@ -14,6 +14,7 @@ a table with what introduces it).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from core.summarizers.facts import (
     tool_output,
 )
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
+from core.summarizers.salience import Mentions
 from core.summarizers.statements import (
     FACT_CHARS,
     TOOL_SCAN_CHARS,
@@ -54,6 +56,7 @@ from core.summarizers.statements import (
     says_something,
     value_statements,
 )
+from core.summarizers.topic import span_topic
 
 ASK_CHARS = 400
 SAY_CHARS = 220
@@ -64,12 +67,14 @@ DEEP_RESULTS = 400
 PREVIOUS_SHARE = 0.5
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
 
+OMITTED = "less important line(s)"  # the note of a summary that left lines out
 # Priorities: lower is kept first when the budget is short.
 REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
 
 # A decision or a finding, not an announcement of the next step ("Let me look at X", "I'll run Y"):
 # those say what the assistant was about to do, which the lines for its tool calls already record.
-_ANNOUNCEMENT = re.compile(r"(?:now\s+)?(?:let me|let's|i'll|i will|i need to|i should)\b", re.IGNORECASE)
+_ANNOUNCEMENT = re.compile(r"(?:now,?\s+|first,?\s+|next,?\s+)?(?:let me|let's|i'll|i will|i need to|i should|i would need to|"
+                           r"i'm going to|to test this|the experiments i need)\b", re.IGNORECASE)
 _DECISION = re.compile(r"\b(?:we should|decided|the fix|root cause|because|so that|instead|the (?:problem|issue|cause) (?:is|was))\b", re.IGNORECASE)
 @dataclass(frozen=True)
 class _Line:
@@ -145,30 +150,14 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
 
 
 TOPIC_CHARS = 60
-TOPIC_NAMES = 2
-_CHANGED = re.compile(r"^- changed ([^:]+)")
-_CALLED = re.compile(r"^- (?:ran `|([\w.-]+)\()")
-
-
-def _topic(lines: Sequence[_Line]) -> str:
-    """What a span that does not open the conversation was about: how many requests, and the files
-    it changed most (else the tools it called most), from the lines read."""
-    requests = sum(line.priority == REQUEST for line in lines)
-    changed: dict[str, int] = {}
-    called: dict[str, int] = {}
-    for line in lines:
-        if (found := _CHANGED.match(line.text)) is not None:
-            for path in found.group(1).split(", "):
-                name = path.rstrip("/").rsplit("/", 1)[-1]
-                changed[name] = changed.get(name, 0) + 1
-        elif (found := _CALLED.match(line.text)) is not None:
-            name = found.group(1) or "shell"
-            called[name] = called.get(name, 0) + 1
-    names, what = (changed, "changes to") if changed else (called, "calls to")
-    ranked = sorted(names, key=lambda name: -names[name])
-    said = ", ".join(ranked[:TOPIC_NAMES]) + (f" and {len(ranked) - TOPIC_NAMES} more" if len(ranked) > TOPIC_NAMES else "")
-    asked = f"{requests} request{'s' * (requests != 1)}" if requests else "the assistant's work"
-    return f"{asked}; {what} {said}" if said else asked
+# The newest requests always rank first (what the user is asking for now).
+RECENT_REQUESTS = 5
+# The older requests' share of the room while findings want it.
+REQUEST_SHARE = 0.6
+_ASKED = "- user asked ("
+def _asks(text: str) -> bool:
+    """User text that asks something (not a harness note: a command's output, a reminder)."""
+    return bool(text.strip()) and not text.lstrip().startswith(HARNESS_PREFIXES)
 
 
 def _newest_results(messages: Sequence[Mapping[str, Any]], failed: frozenset[int] = frozenset(),
@@ -270,6 +259,10 @@ _PER_MESSAGE = 1 << 20
 FIRST_READ = 64
 # Reading back stops when older lines could take no more than this share of the summary's room.
 SETTLED_ROOM = 0.05
+# So many of the newest assistant messages are read whatever the room (their findings gone back to
+# outrank newer ones); past them, only while the requests leave room (past that, an older line gone
+# back to is missed: the cost of a long span follows its summary's room).
+ALWAYS_READ = 256
 
 
 class _SpanReader:
@@ -285,6 +278,7 @@ class _SpanReader:
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
                  given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset()) -> None:
         self.messages = messages
+        self.mentions = Mentions(messages)
         self.results, self.failed = _newest_results(messages, failed)
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
@@ -297,6 +291,9 @@ class _SpanReader:
         # A span that starts mid-turn continues the first turn; its next request opens the one after.
         opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
         turn = first_turn - 1 if opens else first_turn
+        requests = [p for p, m in enumerate(messages) if m.get("role") == "user" and _asks(content_text(m))]
+        self.requests = requests
+        self.later: dict[_Line, bool] = {}
         for position, message in enumerate(messages):
             role = message.get("role")
             if role == "assistant":
@@ -313,7 +310,7 @@ class _SpanReader:
                 if position == 0 and first_turn == 1:  # the span opens the conversation: its task
                     topic = _one_line(text, TOPIC_CHARS)
                 asked = _one_line(text, ASK_CHARS)
-                add(REQUEST, f"- user asked (turn {turn}): {asked}")
+                add(self._request_priority(text, position, requests), f"- user asked (turn {turn}): {asked}")
                 # The statements the request line leaves out, whole (not from its 400th character on).
                 shown = asked.rstrip("…")
                 beyond = [fact for fact in value_statements(head(text), FACTS_PER_MESSAGE * 2, from_tool=False)
@@ -329,6 +326,15 @@ class _SpanReader:
                 add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
         self.opening_request = topic
         self.unread = len(self.assistants)  # the oldest assistant messages, not read yet
+
+    def _request_priority(self, text: str, position: int, requests: list[int]) -> int:
+        """A request ranks first when it is among the newest or a later turn went back to what it
+        names; an older one nobody came back to ranks with the facts (a small summary held the
+        requests alone and lost the findings the later turns built on)."""
+        index = bisect.bisect_right(requests, position)
+        if index > len(requests) - RECENT_REQUESTS:
+            return REQUEST
+        return REQUEST if self.mentions.gone_back_to(text, requests[index] - 1) else FACT
 
     def _adder(self, position: int) -> Callable[[int, str], None]:
         orders = iter(range(position * _PER_MESSAGE, (position + 1) * _PER_MESSAGE))
@@ -370,8 +376,24 @@ class _SpanReader:
         rank it older: so the lines of FACT priority read so far are not counted as settled.)"""
         if not self.unread:
             return True
-        requests = sum(counter.count_text(line.text) + 1 for line in chosen if line.priority < FACT)
+        if len(self.assistants) - self.unread < ALWAYS_READ:
+            return False  # an older finding gone back to outranks a newer one: the first ones are all read
+        # (All the requests, as if they were not held to their share: when they alone would fill
+        # the room, an older line could only take a place by being gone back to.)
+        requests = 0
+        for line in self.found.values():
+            if line.priority < FACT and requests < room:
+                requests += counter.count_text(line.text) + 1
         return room - requests < max(8, int(room * SETTLED_ROOM))
+
+    def gone_back_to(self, line: _Line) -> bool:
+        """A finding (a fact, an error) the rest of the span named again (salience.py)."""
+        if line.priority not in (FACT, ERROR) or line.text.startswith(_ASKED):
+            return False
+        known = self.later.get(line)
+        if known is None:
+            known = self.later[line] = self.mentions.gone_back_to(line.text, line.order // _PER_MESSAGE)
+        return known
 
 
 @dataclass(frozen=True)
@@ -394,20 +416,20 @@ class ExtractiveSummarizer:
         while reader.unread:
             reader.read(batch)
             batch *= 2
-            if reader.settles(self._choose(reader.lines(), room, counter)[0], room, counter):
+            if reader.settles(self._choose(reader.lines(), room, counter, reader)[0], room, counter):
                 break
         kinds = reader.kinds
-        topic = (reader.opening_request or _topic(reader.lines())).replace('"', "'")
+        topic = (reader.opening_request or span_topic((line.text.startswith(_ASKED), line.text) for line in reader.lines())).replace('"', "'")
         head = f'<summary topic="{topic}" {turns}>'
         carried, room = self._rooms(request, head, counter)
-        chosen, omitted = self._choose(reader.lines(), room, counter)
+        chosen, omitted = self._choose(reader.lines(), room, counter, reader)
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
         if reader.unread:  # the calls and results of older assistant messages were not even read
-            body.append(f"({omitted} less important line(s) and older details left out to stay within "
+            body.append(f"({omitted} {OMITTED} and older details left out to stay within "
                         f"{request.max_tokens} tokens)")
         elif omitted:
-            body.append(f"({omitted} less important line(s) left out to stay within {request.max_tokens} tokens)")
+            body.append(f"({omitted} {OMITTED} left out to stay within {request.max_tokens} tokens)")
         parts.append("\n".join([head, *body, "</summary>"]))
         # (No "## Preserved Kinds:" trailer: that is a model's claim about its own text; this
         # summary's lines say what they are.)
@@ -420,20 +442,34 @@ class ExtractiveSummarizer:
         return carried, room - (counter.count_text(carried) if carried else 0)
 
     @staticmethod
-    def _choose(lines: list[_Line], room: int, counter: MessageCounter) -> tuple[list[_Line], int]:
-        """The most useful lines that fit: by priority, newer first within a priority."""
-        chosen: list[_Line] = []
+    def _choose(lines: list[_Line], room: int, counter: MessageCounter,
+                reader: _SpanReader | None = None) -> tuple[list[_Line], int]:
+        """The most useful lines that fit: by priority; within the findings (facts, errors) those the
+        rest of the span went back to first (salience.py); newer first. Past the newest
+        RECENT_REQUESTS, the requests take at most REQUEST_SHARE of the room while other lines
+        want it, then what is left."""
+        def rank(line: _Line) -> tuple[int, bool, int]:
+            return line.priority, not (reader is not None and reader.gone_back_to(line)), -line.order
+        ordered = sorted(lines, key=rank)
+        chosen: set[int] = set()
         used = 0
-        for line in sorted(lines, key=lambda line: (line.priority, -line.order)):
-            if room - used < 8:
-                break  # full: counting the rest would only find they do not fit
-            if len(line.text) // 8 > room - used:
-                continue  # far too long for what is left: a token is rarely over 8 characters
-            cost = counter.count_text(line.text) + 1
-            if used + cost <= room:
-                chosen.append(line)
-                used += cost
-        return chosen, len(lines) - len(chosen)
+        for capped in (True, False):  # the second pass gives what is left to the requests held back
+            requests = asked = 0
+            for index, line in enumerate(ordered):
+                if room - used < 8:
+                    break  # full: counting the rest would only find they do not fit
+                if line.priority == REQUEST:
+                    requests += 1
+                if index in chosen or len(line.text) // 8 > room - used:
+                    continue  # chosen, or far too long for what is left: a token is rarely over 8 characters
+                cost = counter.count_text(line.text) + 1
+                held_back = capped and line.priority == REQUEST and requests > RECENT_REQUESTS \
+                    and asked + cost > room * REQUEST_SHARE
+                if used + cost <= room and not held_back:
+                    chosen.add(index)
+                    used += cost
+                    asked += cost if line.priority == REQUEST else 0
+        return [ordered[index] for index in sorted(chosen)], len(lines) - len(chosen)
 
     @staticmethod
     def _carry(previous: str, room: int, counter: MessageCounter) -> str:

@@ -1,8 +1,9 @@
 """The files a summary names, and the working copies of them a span goes around.
 
 The summary's "Files read" and "Files changed" lists (tracked tool arguments, whatever the
-agent), an earlier summary's parts to fold in, and the agent's newest writes of the files it
-changed last (the text the continuation edits and builds on).
+agent), an earlier summary's parts to fold in, the agent's newest writes of the files it
+changed last (the text the continuation edits and builds on), and, under a small budget, the
+old cut outputs a summary's findings outrank.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ MAX_FILES = 30
 # (Claude Code likewise brings back the files it worked on after compacting).
 WORKING_COPY_SHARE = 0.4
 WORKING_FILES = 5
+# Under this budget a summary's room holds little beside the requests: the findings it left out
+# outrank an old tool output (output_outranked).
+SMALL_BUDGET = 3200
+OLD_OUTPUT_TOKENS = 200  # (a short result, "Test export cleaned up", costs the summary nothing)
 
 # (is a read, path, holds the whole content) for each file a message's calls read or change.
 Touches = list[tuple[bool, str, bool]]
@@ -236,3 +241,33 @@ def names_that_fit(workspace: Workspace, items: list[str], room: int) -> list[st
         kept.insert(0, item)
         room -= cost
     return kept
+
+
+def old_outputs(workspace: Workspace, removable: list[int], keep: set[int] | frozenset[int]) -> list[int]:
+    """Under a small budget, the exchanges between the span and the current turn whose bulk is a tool
+    result an earlier step cut: an old output the summary's findings outrank (_output_outranked)."""
+    current = workspace.structure.current_turn_start
+    taken: set[int] = set()
+    for position in range(removable[-1] + 1, len(workspace.messages) if current is None else current):
+        if position in taken or not workspace.alive(position) or workspace.pinned(position):
+            continue
+        exchange = workspace.removal_set([position]) or set()
+        largest = max(exchange, key=lambda p: workspace.messages[p].tokens) if exchange else position
+        # (A read tool's file stays: the working copies and the file lists are built on those.)
+        reads = any(found[0] == "read" and not found[2] for p in exchange
+                    for call in tool_calls(workspace.messages[p].data) if (found := classify(call)))
+        if exchange and not reads and not exchange & keep and max(exchange) < (current or len(workspace.messages)) \
+                and output_outranked(workspace, exchange) and workspace.rewritten_in_place(largest) \
+                and workspace.messages[largest].tokens >= OLD_OUTPUT_TOKENS:
+            taken |= exchange
+    return sorted(taken)
+
+
+def output_outranked(workspace: Workspace, exchange: set[int]) -> bool:
+    """Under a small budget the findings a summary left out outrank an old tool output kept with its
+    middle cut (cctrace at 2,000 tokens kept a cut `head -80` output and lost its key finding): the
+    slack goes to the summary (_top_up) when the cut would fall on a tool result."""
+    if (workspace.budget.limit or 0) >= SMALL_BUDGET:
+        return False
+    largest = max(exchange, key=lambda p: workspace.messages[p].tokens)
+    return workspace.messages[largest].role in ("tool", "function")
