@@ -98,3 +98,29 @@ def test_under_a_small_budget_the_findings_outrank_an_old_tool_output(realdata: 
     older_results = [m for m in out[:current] if m["role"] == "tool"]
     assert not any("head -80" in str(m.get("tool_calls")) for m in out[:current])
     assert sum(len(str(m["content"])) for m in older_results) < 1000
+
+
+def test_a_tool_output_line_the_session_went_back_to_is_quoted_with_its_source() -> None:
+    """Issue 28, sub-message selection: of an old tool result, the line the agent went back to later
+    (here the signature of `migrate_checkpoint`) is carried into the summary with where it came
+    from (the tool, the path, the line number), not the lines nobody named again."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    listing = "\n".join(f"{n:6}→{text}" for n, text in enumerate(
+        ["import json", "", "def load_rows(path):", "    return json.loads(path.read_text())", "",
+         "def migrate_checkpoint(checkpoint_id: CheckpointID, store: Store) -> None:",
+         "    rows = load_rows(store.path)"], start=1))
+    span = [msg("user", "Look at the checkpoint code."),
+            assistant_calls(call("r1", "Read", file_path="src/checkpoints.py")), result("r1", listing),
+            msg("assistant", "I have read it."), msg("user", "Now add a dry-run flag.")]
+    for i in range(3):
+        span += [msg("assistant", f"Step {i}: calling `migrate_checkpoint` with a `CheckpointID` from the test."),
+                 assistant_calls(call(f"t{i}", "Bash", command=f"pytest tests/test_step_{i}.py")), result(f"t{i}", "1 passed")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=800), counter).text
+    assert ("- Read(src/checkpoints.py) output, line 6: def migrate_checkpoint(checkpoint_id: CheckpointID, "
+            "store: Store) -> None:") in text
+    assert "line 3: def load_rows" not in text  # nobody named it again

@@ -48,10 +48,11 @@ from core.summarizers.facts import (
     tool_output,
 )
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
-from core.summarizers.salience import Mentions
+from core.summarizers.salience import Mentions, quoted_output
 from core.summarizers.statements import (
     FACT_CHARS,
     TOOL_SCAN_CHARS,
+    asks,
     head,
     says_something,
     value_statements,
@@ -155,11 +156,6 @@ RECENT_REQUESTS = 5
 # The older requests' share of the room while findings want it.
 REQUEST_SHARE = 0.6
 _ASKED = "- user asked ("
-def _asks(text: str) -> bool:
-    """User text that asks something (not a harness note: a command's output, a reminder)."""
-    return bool(text.strip()) and not text.lstrip().startswith(HARNESS_PREFIXES)
-
-
 def _newest_results(messages: Sequence[Mapping[str, Any]], failed: frozenset[int] = frozenset(),
                     ) -> tuple[dict[str, str], frozenset[str]]:
     """The text of the newest DEEP_RESULTS tool results, by call id, and the ids of those that failed
@@ -291,7 +287,7 @@ class _SpanReader:
         # A span that starts mid-turn continues the first turn; its next request opens the one after.
         opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
         turn = first_turn - 1 if opens else first_turn
-        requests = [p for p, m in enumerate(messages) if m.get("role") == "user" and _asks(content_text(m))]
+        requests = [p for p, m in enumerate(messages) if m.get("role") == "user" and asks(content_text(m))]
         self.requests = requests
         self.later: dict[_Line, bool] = {}
         for position, message in enumerate(messages):
@@ -360,26 +356,31 @@ class _SpanReader:
             add = self._adder(position)
             for priority, line in known[2]:
                 add(priority, line)
+            self._quote_results(message, position, add)
             self.kinds |= known[3]
         self.unread = first
+
+    def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None]) -> None:
+        """The lines of the message's results the rest of the span went back to, with their source."""
+        for call in tool_calls(message):
+            output = self.results.get(str(call.get("id")))
+            for line in quoted_output(call, output or "", self.mentions, position):
+                add(READ, line)
 
     def lines(self) -> list[_Line]:
         return list(self.found.values())
 
-    def settles(self, chosen: list[_Line], room: int, counter: MessageCounter) -> bool:
-        """Reading older messages could change no more than a sliver of ``room`` in this choice.
+    def settles(self, room: int, counter: MessageCounter) -> bool:
+        """Reading older messages could change no more than a sliver of ``room`` in the choice.
 
-        An unread line is an older assistant message's, of priority FACT or lower: the requests
-        chosen keep their place whatever is read, and what they leave is all such a line could
-        take. When that is under SETTLED_ROOM, the lines already read fill it instead of a read
-        back through a long span. (A line read may yet recur in an older message, which would
-        rank it older: so the lines of FACT priority read so far are not counted as settled.)"""
+        An unread line is an older assistant message's, of priority FACT or lower. Past the newest
+        ALWAYS_READ, when the requests alone (as if not held to their share) would leave under
+        SETTLED_ROOM, such a line could take a place only by being gone back to: the lines read
+        fill the room instead of a read back through a long span."""
         if not self.unread:
             return True
         if len(self.assistants) - self.unread < ALWAYS_READ:
-            return False  # an older finding gone back to outranks a newer one: the first ones are all read
-        # (All the requests, as if they were not held to their share: when they alone would fill
-        # the room, an older line could only take a place by being gone back to.)
+            return False
         requests = 0
         for line in self.found.values():
             if line.priority < FACT and requests < room:
@@ -416,7 +417,7 @@ class ExtractiveSummarizer:
         while reader.unread:
             reader.read(batch)
             batch *= 2
-            if reader.settles(self._choose(reader.lines(), room, counter, reader)[0], room, counter):
+            if reader.settles(room, counter):
                 break
         kinds = reader.kinds
         topic = (reader.opening_request or span_topic((line.text.startswith(_ASKED), line.text) for line in reader.lines())).replace('"', "'")

@@ -15,7 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.messages import call_arguments, content_text, string_values, tool_calls
+from core.engine.file_calls import PATH_ARGUMENTS, SHELL_TOOLS, classify, shell_command
+from core.messages import call_arguments, call_name, content_text, string_values, tool_calls
 
 # A name worth following: backticked, a path or dotted name, snake_case, kebab-case, CamelCase, or a long number.
 _NAME = re.compile(
@@ -61,12 +62,56 @@ class Mentions:
         limit = max(8, int(len(messages) * COMMON_SHARE))
         self.at = {name: where for name, where in self.at.items() if len(where) <= limit}
 
-    def later(self, text: str, position: int) -> int:
-        """How many messages after ``position`` name one of the names ``text`` holds."""
+    def later(self, text: str, position: int, besides: frozenset[str] = frozenset()) -> int:
+        """How many messages after ``position`` name one of the names ``text`` holds (not ``besides``)."""
         later: set[int] = set()
-        for name in names_in(text):
+        for name in names_in(text) - besides:
             later.update(p for p in self.at.get(name, ()) if p > position)
         return len(later)
 
     def gone_back_to(self, text: str, position: int) -> bool:
         return self.later(text, position) >= LATER_MESSAGES
+
+
+# Of a tool's output, so many lines are looked at for lines worth quoting.
+QUOTE_SCAN_LINES = 300
+QUOTES_PER_RESULT = 2
+_LISTING_NUMBER = re.compile(r"^\s*(\d+)(?:→|\t|: ?)")
+
+
+def quotable_lines(output: str, mentions: Mentions, position: int, asked: str = "") -> list[tuple[int, str]]:
+    """The lines of a tool's output the rest of the span went back to (a function's signature, the
+    failing assertion, a config value), most named again first, at most QUOTES_PER_RESULT: each
+    with its line number (the listing's own, else its place in the output). The names the call
+    itself gave (``asked``: its path, its command) do not count: the later work on that file
+    names them whatever the line says."""
+    besides = frozenset(names_in(asked))
+    found: list[tuple[int, int, str]] = []
+    for index, raw in enumerate(output.splitlines()[:QUOTE_SCAN_LINES]):
+        numbered = _LISTING_NUMBER.match(raw)
+        line = (raw[numbered.end():] if numbered else raw).strip()
+        if not 12 <= len(line) <= 160 or " " not in line or not any(ch.isalpha() for ch in line):
+            continue
+        later = mentions.later(line, position, besides)
+        if later >= LATER_MESSAGES:
+            found.append((later, int(numbered.group(1)) if numbered else index + 1, line))
+    found.sort(key=lambda item: -item[0])
+    return [(number, line) for _, number, line in found[:QUOTES_PER_RESULT]]
+
+
+def quoted_output(call: Mapping[str, Any], output: str, mentions: Mentions, position: int) -> list[str]:
+    """The summary lines quoting a call's output (quotable_lines), each saying where it came from:
+    "- Read(src/a.py) output, line 6: def migrate_checkpoint(...)". Not a write's (its output
+    confirms it)."""
+    found = classify(call)
+    if not output or found is not None and found[0] == "write":
+        return []
+    arguments = call_arguments(call)
+    tool = call_name(call)
+    source = next((v.strip() for k in PATH_ARGUMENTS if isinstance(v := arguments.get(k), str) and v.strip()), "")
+    if not source and tool in SHELL_TOOLS:
+        source = " ".join(shell_command(arguments).split())[:90]
+    called = f"{tool}({source})" if source else tool
+    asked = " ".join(string_values(arguments))
+    return [f"- {called} output, line {number}: {' '.join(line.split())[:200]}"
+            for number, line in quotable_lines(output, mentions, position, asked)]

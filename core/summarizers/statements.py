@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from core.messages import HARNESS_PREFIXES
 from core.summarizers.facts import LINE_NUMBER
 from core.summarizers.passages import PASSAGE_CHARS, passages
 
@@ -74,3 +75,8 @@ def says_something(sentence: str) -> bool:
     if VALUE.search(sentence) is not None:
         return True
     return len(sentence.split()) >= 4 and not sentence.rstrip().endswith(("!", ":"))
+
+
+def asks(text: str) -> bool:
+    """User text that asks something (not a harness note: a command's output, a reminder)."""
+    return bool(text.strip()) and not text.lstrip().startswith(HARNESS_PREFIXES)
