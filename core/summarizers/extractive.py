@@ -272,9 +272,10 @@ class _SpanReader:
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
-                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset()) -> None:
+                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset(),
+                 names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
         self.messages = messages
-        self.mentions = Mentions(messages)
+        self.mentions = Mentions(messages, names)
         self.results, self.failed = _newest_results(messages, failed)
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
@@ -403,12 +404,13 @@ class ExtractiveSummarizer:
     # Each assistant message's lines, by id, for the span read last: a run composes one span's
     # summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
     _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
+    _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
         return "extractive/5"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed))
+        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)
         turns = f'compressed-from-turns="{request.first_turn}-{request.last_turn}"'
         # Read back only while an older message's lines could still be chosen; the topic, which
         # names what the lines read are about, is not known before: the room is judged with the longest.

@@ -54,10 +54,21 @@ def _message_text(message: Mapping[str, Any]) -> str:
 class Mentions:
     """Where each name of a span is mentioned: the positions of the messages naming it."""
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, messages: Sequence[Mapping[str, Any]],
+                 memo: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
+        """``memo`` keeps each message's names between spans (a run composes one span's summary
+        several times, over spans that overlap); it is left holding this span's only."""
         self.at: dict[str, list[int]] = {}
+        earlier = dict(memo) if memo is not None else {}
+        if memo is not None:
+            memo.clear()
         for position, message in enumerate(messages):
-            for name in names_in(_message_text(message)):
+            known = earlier.get(id(message))
+            if known is None or known[0] is not message:
+                known = (message, names_in(_message_text(message)))
+            if memo is not None:
+                memo[id(message)] = known
+            for name in known[1]:
                 self.at.setdefault(name, []).append(position)
         limit = max(8, int(len(messages) * COMMON_SHARE))
         self.at = {name: where for name, where in self.at.items() if len(where) <= limit}
