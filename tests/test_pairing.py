@@ -39,6 +39,11 @@ def test_a_reused_call_id_does_not_lend_a_later_error_to_an_earlier_lookup(reald
     assert outcome.exit_code == 0, outcome.output
     summary = _summary(read_messages(outcome.stdout))
     assert "get_reservation_details(AQLBTL): Error" not in summary
+    # With a little more room the summary has the calls' lines, each with its own answer.
+    roomier = invoke(str(realdata / TAU), "--max-tokens", "3000")
+    assert roomier.exit_code == 0, roomier.output
+    summary = _summary(read_messages(roomier.stdout))
+    assert "get_reservation_details(AQLBTL): Error" not in summary
     errors = [line for line in summary.splitlines() if line.startswith("- update_reservation_flights(OBUT9V): Error")]
     # Lines 41, 45, 51, 53, 55 in order: no seats, gift card twice... each call's own answer.
     said = [line.split(": ", 1)[1] for line in errors]

@@ -49,7 +49,7 @@ def test_extractive_summary_keeps_what_the_user_said(samples: Path) -> None:
     for fact in ("Lisbon", "friday", "ops@example.com"):
         assert fact in summary
     assert '<summary topic="The vault is in Lisbon. Reply with: noted" compressed-from-turns="1-3">' in summary
-    assert "## Preserved Kinds:" in summary
+    assert "## Preserved Kinds:" not in summary  # a model's claim about its text; these lines say what they are
 
 
 def test_extractive_digest_never_exceeds_its_budget() -> None:
@@ -533,10 +533,10 @@ def test_a_long_span_is_read_only_as_far_back_as_its_summary_has_room(monkeypatc
     monkeypatch.setattr(extractive, "FIRST_READ", 10**6)  # every message read at once
     whole = ExtractiveSummarizer().summarize(request, counted).text
     assert [ln for ln in text.splitlines() if ln.startswith("- ")] == [ln for ln in whole.splitlines() if ln.startswith("- ")]
-    assert "- user asked (turn 300)" in text and "- read src/app/mod_299.py (2 lines): defines handler_299" in text
-    assert "(1084 less important line(s) left out to stay within 600 tokens)" in whole
-    # The 300 requests and the newest 64 of the 900 assistant messages were read.
-    assert "(348 less important line(s) and older details left out to stay within 600 tokens)" in text
+    assert "- user asked (turn 300)" in text and "- assistant: The cause is that handler_299 returns None" in text
+    assert "(1279 less important line(s) left out to stay within 600 tokens)" in whole
+    # The 300 requests and the newest 448 of the 900 assistant messages were read (ALWAYS_READ first).
+    assert "(877 less important line(s) and older details left out to stay within 600 tokens)" in text
     assert counted.count_text(text) <= 600
 
 
@@ -762,7 +762,6 @@ def test_the_detail_names_only_the_writes_the_final_span_went_around(tmp_path: P
     out = read_messages(done.stdout)
     report = json.loads((tmp_path / "r.json").read_text())
     summarized = next(a for a in report["actions"] if a["strategy"] == "summarize")
-    assert "(lines 3-3, 1 messages)" in next(m["content"] for m in out if m["content"].startswith("CUCA summary:"))
     kept = any(call["id"] == "w1" for m in out for call in m.get("tool_calls") or [])
     assert ("kept the working copies" in summarized["detail"]) == kept
 

@@ -13,13 +13,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
-from core.engine.file_calls import classify, patch_changes
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
 from core.io import jsonio
@@ -27,126 +26,39 @@ from core.messages import (
     FAILED,
     SUMMARY_MARKER,
     Message,
-    call_arguments,
-    call_name,
     content_text,
     is_provider_record,
     is_summary,
     original_data,
-    tool_calls,
     written_by_compact,
 )
 from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import SummaryRequest
+from core.summarizers.extractive import OMITTED
 from core.summarizers.facts import MAX_FACTS, extract_facts, missing_facts
+from core.summarizers.summary_files import (
+    FACTS,
+    FILES_CHANGED,
+    FILES_READ,
+    Touches,
+    last_touches,
+    names_that_fit,
+    newest_files,
+    old_outputs,
+    output_outranked,
+    parse_previous,
+    tracked_files,
+    unite,
+    working_copy,
+    writes,
+)
 
 MARKER = SUMMARY_MARKER
-FILES_READ = "Files read:"
-FILES_CHANGED = "Files changed:"
-FACTS = "Kept verbatim:"
+# What the marker means, for a model or a person who meets it without the README.
+WRITTEN_BY = "(CUCA marks what the compact tool wrote.)"
+WRITTEN_BY_TOKENS = 10  # (cl100k: 9) under a budget, from the digest's share, not the file lists'
 _HEADER_TURNS = re.compile(re.escape(SUMMARY_MARKER) + r" turns (\d+)-(\d+)")
-MAX_FILES = 30
 MAX_KEPT_FACTS = 20
-
-
-# (is a read, path, holds the whole content) for each file a message's calls read or change.
-Touches = list[tuple[bool, str, bool]]
-
-
-def tracked_files(messages: Sequence[Mapping[str, Any]],
-                  memo: dict[int, Touches] | None = None) -> tuple[list[str], list[str]]:
-    """The files the span's tool calls read and changed, whatever agent made the calls, ordered by
-    when each was last touched: the lists keep the newest names, and a file gone back to is recent.
-    ``memo`` keeps each message's files between calls on overlapping spans (a run composes one
-    span's summary several times, and reading a call's arguments is the cost)."""
-    read: dict[str, None] = {}
-    changed: dict[str, None] = {}
-    for message in messages:
-        for is_read, path, _ in _touches(message, memo):
-            _touch(read if is_read else changed, (path,))
-    return list(read), list(changed)
-
-
-def _touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touches:
-    """The files the message's calls read or change, in order (remembered in ``memo``)."""
-    touched = memo.get(id(message)) if memo is not None else None
-    if touched is None:
-        touched = []
-        for call in tool_calls(message):
-            found = classify(call)
-            if found is not None:
-                touched.append((found[0] == "read", found[1], found[0] == "write" and _whole_write(call)))
-            # A patch may change several files; one it adds (or deletes) it gives whole.
-            touched += [(False, path, whole) for path, whole in patch_changes(call).items()]
-        if memo is not None:
-            memo[id(message)] = touched
-    return touched
-
-
-def _whole_write(call: Mapping[str, Any]) -> bool:
-    """Whether a write call holds the file's whole content (not an edit of part of it)."""
-    arguments = call_arguments(call)
-    return any(isinstance(arguments.get(key), str) for key in ("content", "file_text"))
-
-
-def _writes(message: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(tool, path) for each call of the message that writes a file (its content, an edit, a patch)."""
-    return [(call_name(call), found[1]) for call in tool_calls(message)
-            if (found := classify(call)) is not None and found[0] == "write"]
-
-
-def _touch(files: dict[str, None], paths: Sequence[str]) -> None:
-    """``paths`` moved to the end of ``files`` (the lists are ordered by last touch)."""
-    for path in paths:
-        files.pop(path, None)
-        files[path] = None
-
-
-class Previous(NamedTuple):
-    """What an earlier summary holds: its body, its file lists, the identifiers it kept verbatim,
-    and how many older names each list said it left out (changed, read)."""
-
-    body: str
-    read: list[str]
-    changed: list[str]
-    facts: list[str]
-    left_out: tuple[int, int]
-
-
-def parse_previous(text: str) -> Previous:
-    """A previous summary's parts ("" gives an empty one)."""
-    body: list[str] = []
-    read: list[str] = []
-    changed: list[str] = []
-    facts: list[str] = []
-    read_left, changed_left = 0, 0
-    for line in text.splitlines()[1:]:  # the first line is the marker line
-        if line.startswith(FILES_READ):
-            read, read_left = _listed(line[len(FILES_READ) :])
-        elif line.startswith(FILES_CHANGED):
-            changed, changed_left = _listed(line[len(FILES_CHANGED) :])
-        elif line.startswith(FACTS):
-            facts = [f.strip() for f in line[len(FACTS) :].split(";") if f.strip()]
-        else:
-            body.append(line)
-    return Previous("\n".join(body).strip(), read, changed, facts, (changed_left, read_left))
-
-
-_LEFT_OUT = re.compile(r"\(and (\d+) earlier\)")
-
-
-def _listed(text: str) -> tuple[list[str], int]:
-    """The paths of a "Files read:" line, and how many older ones its "(and N earlier)" note left out."""
-    found = _LEFT_OUT.match(text.strip())
-    paths = [p.strip() for p in text.split(",") if p.strip() and not p.strip().startswith("(and ")]
-    return paths, int(found.group(1)) if found else 0
-
-
-def _unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
-    """Both lists, each name at its latest place."""
-    united = dict.fromkeys(earlier)
-    _touch(united, later)
-    return list(united)
 
 
 def _cache_key(summarizer: Any, request: SummaryRequest) -> str:
@@ -183,11 +95,6 @@ SUMMARY_SHARE = 0.25
 SLACK_SHARE = 0.03
 # The share of the summary's room the summarizer's text may take.
 DIGEST_SHARE = 0.75
-# The agent's newest write of a file (the text the continuation edits and builds on) is left out
-# of the span, as the earlier steps left it, when it takes at most this share of the budget
-# (Claude Code likewise brings back the files it worked on after compacting).
-WORKING_COPY_SHARE = 0.4
-WORKING_FILES = 5
 MIN_SUMMARY_TOKENS = 64
 SEED_TURNS = 10
 
@@ -209,68 +116,6 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
         if workspace.alive(p) and not workspace.pinned(p) and not written_by_compact(workspace.messages[p]):
             chosen |= workspace.removal_set([p]) or set()
     return sorted(chosen)
-
-
-def _working_copy(workspace: Workspace, memo: dict[int, Touches], share: float) -> set[int]:
-    """The exchanges that hold the agent's working copies of the files it changed last: for each
-    file, newest change first, its newest whole write (the content) and the edits after it, while
-    they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files; a file only
-    ever edited keeps its newest edits that fit; a file whose whole copy does not fit ends the list,
-    so an older file never takes the room of the one changed after it; exchanges among the newest
-    messages, which stay anyway, cost nothing). A write older than the file's newest whole write is
-    stale and never kept."""
-    limit = int((workspace.budget.limit or 0) * WORKING_COPY_SHARE)
-    counted = workspace.structure.counted
-    # Only before the current turn: the summary never needs to reach into it for a write, and
-    # going around one there would take the turn's newest messages instead.
-    current = workspace.structure.current_turn_start
-    end = len(workspace.messages) if current is None else current
-    # A file the current turn wrote whole again: its older writes are stale.
-    replaced = {path for position in range(end, len(workspace.messages))
-                if workspace.messages[position].role == "assistant" and workspace.alive(position)
-                for is_read, path, is_whole in _touches(original_data(workspace.messages[position]), memo)
-                if is_whole and not is_read}
-    copies: dict[str, list[set[int]]] = {}  # path -> its working copy's exchanges, newest file and exchange first
-    whole: set[str] = set()  # files whose newest whole write is found: older writes are stale
-    for position in range(end - 1, -1, -1):
-        message = workspace.messages[position]
-        if message.role != "assistant" or not workspace.alive(position):
-            continue
-        exchange = None
-        for is_read, path, is_whole in _touches(original_data(message), memo):
-            if is_read or path in whole or path in replaced or path not in copies and len(copies) == WORKING_FILES:
-                continue
-            if exchange is None:
-                exchange = workspace.removal_set([position]) or set()
-            if any(workspace.messages[p].extra.get(FAILED) for p in exchange):
-                break  # a write that failed changed nothing: the summary records the failure
-            copies.setdefault(path, []).append(exchange)
-            if is_whole:
-                whole.add(path)
-        if len(whole) == WORKING_FILES:
-            break  # every file's working copy is found: the rest is stale
-    # Each file's copy whole when it fits. A file only ever edited (no whole write to build on)
-    # keeps its newest edits that fit; edits without the content they change are not worth it.
-    kept: set[int] = set()
-    used = 0
-    # The newest messages stay whatever the span takes (the budget less the summary's and the copies'
-    # rooms): a copy's exchanges among them cost its room nothing.
-    newest = workspace.recent_start(1 - share - WORKING_COPY_SHARE)
-    for path, exchanges in copies.items():
-        taken: set[int] = set()
-        cost = 0
-        for exchange in exchanges:
-            added = exchange - kept - taken
-            tokens = sum(workspace.messages[p].tokens for p in added if counted[p] and p < newest)
-            if used + cost + tokens > limit:
-                if path in whole:
-                    return kept  # the file worked on last does not fit: an older one must not take its room
-                break
-            taken |= added
-            cost += tokens
-        kept |= taken
-        used += cost
-    return kept
 
 
 def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
@@ -296,7 +141,8 @@ def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | froz
     return sorted(chosen)
 
 
-def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int) -> set[int]:
+def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int,
+                        summary_left_out: bool = False) -> set[int]:
     """When the span's newest exchanges are what make the run land well under the budget, keep them:
     newest first, whole while they fit, then the next one with its longest texts cut in the middle
     (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
@@ -315,6 +161,8 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
         extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
         # A span of one exchange: cut, it needs no summary beside it.
         cut = after + extra - int(AIM_SHARE * limit) - (summary_tokens if whole else 0)
+        if cut > 0 and not whole and summary_left_out and output_outranked(workspace, newest):
+            break
         if cut > 0 and not _cut_to_fit(workspace, newest, cut):
             break
         kept |= newest
@@ -375,7 +223,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         room = _summary_room(workspace, share, max_tokens, previous_tokens)
         # An earlier summary the new one takes the place of is counted in the live tokens already.
         reserve = room - _folded_tokens(workspace, first_previous)
-        kept = _working_copy(workspace, memo.files, share)
+        kept = working_copy(workspace, memo.files, share)
         removable = _span_to_go(workspace, reserve, kept)
         current = workspace.structure.current_turn_start
         if kept and (not _reaches(workspace, removable, reserve) or current is not None and removable[-1:] > [current]):
@@ -408,58 +256,9 @@ def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) ->
 def _kept_write(workspace: Workspace, kept: set[int] | frozenset[int], removable: list[int]) -> str:
     """The detail's words for the working copies the span went around."""
     around = [p for p in sorted(kept) if p < removable[-1]]
-    found = ", ".join(dict.fromkeys(f"{tool} {path}" for p in around for tool, path in _writes(workspace.messages[p].data)))
+    found = ", ".join(dict.fromkeys(f"{tool} {path}" for p in around for tool, path in writes(workspace.messages[p].data)))
     tokens = sum(workspace.messages[p].tokens for p in around if workspace.structure.counted[p])
     return f"; kept the working copies in place ({found}, {tokens:,} tokens)"
-
-
-def _last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, Touches]) -> dict[str, int]:
-    """Each path the span's calls read or change, and the index of the message that touched it last."""
-    return {path: i for i, message in enumerate(messages) for _, path, _ in _touches(message, memo)}
-
-
-def _newest_files(workspace: Workspace, changed: list[str], read: list[str], room: int,
-                  touched_last: Mapping[str, int], left_out: tuple[int, int] = (0, 0)) -> tuple[list[str], list[str]]:
-    """The files changed and read that fit in ``room`` tokens, the last touched first whichever list
-    they are on (at most MAX_FILES each), each list in its order; a list that leaves some out
-    says how many (all of them under --full, up to MAX_FILES), with the ``left_out`` (changed,
-    read) names an earlier summary's lists no longer name."""
-    older = len(changed) + len(read)  # the earlier summary's files: before the span, in their order
-    rank = {path: (touched_last.get(path, i - older), is_changed)
-            for is_changed, items in ((False, read), (True, changed)) for i, path in enumerate(items)}
-    kept: set[str] = set()
-    counts = {True: 0, False: 0}
-    room -= 12  # two "(and N earlier)" notes
-    for path in sorted(rank, key=rank.__getitem__, reverse=True):
-        is_changed = rank[path][1]
-        if counts[is_changed] == MAX_FILES:
-            continue
-        cost = 0 if workspace.full else workspace.counter.count_text(path) + 1
-        if cost > room and not workspace.full:
-            break
-        kept.add(path)
-        counts[is_changed] += 1
-        room -= cost
-    return _with_earlier([p for p in changed if p in kept], len(changed) + left_out[0]), _with_earlier(
-        [p for p in read if p in kept], len(read) + left_out[1])
-
-
-def _with_earlier(kept: list[str], total: int) -> list[str]:
-    return [f"(and {total - len(kept)} earlier)", *kept] if kept and len(kept) < total else kept
-
-
-def _fitting(workspace: Workspace, items: list[str], room: int) -> list[str]:
-    """The newest of ``items`` that fit in ``room`` tokens (all of them under --full)."""
-    if workspace.full:
-        return items
-    kept: list[str] = []
-    for item in reversed(items):
-        cost = workspace.counter.count_text(item) + 1
-        if cost > room:
-            break
-        kept.insert(0, item)
-        room -= cost
-    return kept
 
 
 @dataclass(frozen=True)
@@ -499,7 +298,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         facts=tuple(facts),
         failed=tuple(i for i, p in enumerate(removable) if workspace.messages[p].extra.get(FAILED)),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
-        max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest)),
+        max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest) - (WRITTEN_BY_TOKENS if digest < 1 else 0)),
     )
     store = workspace.seams.store
     # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
@@ -515,7 +314,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         if store is not None:
             store.put_summary(key, text, {"by": by, "attempts": result.attempts})
     read, changed = tracked_files(span, memo.files)
-    read, changed = _unite(previous.read, read), _unite(previous.changed, changed)
+    read, changed = unite(previous.read, read), unite(previous.changed, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
     # A file the span changed is named once, as changed: the agent knew it.
     changed_names = frozenset(changed)  # (once: per name it made the step quadratic in the files)
@@ -523,7 +322,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     lost = missing_facts(listed, request.facts)[-MAX_KEPT_FACTS:]
     lines = [
         (f"{MARKER} turns {first_covered or request.first_turn}-{request.last_turn} "
-        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}."),
+        f"(lines {_line_range(workspace, removable)}, {len(removable)} messages) summarized by {by}. {WRITTEN_BY}"),
         text,
     ]
     if store is not None:
@@ -532,10 +331,10 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     # last first, read or changed alike (an agent goes back to what it worked on last).
     used = workspace.counter.count_text("\n".join(lines)) + 8
     labels = workspace.counter.count_text(FILES_CHANGED) + workspace.counter.count_text(FILES_READ) + 2
-    touched_last = _last_touches(span, memo.files)
-    changed, read = _newest_files(workspace, changed, read, room - used - labels, touched_last, previous.left_out)
+    touched_last = last_touches(span, memo.files)
+    changed, read = newest_files(workspace, changed, read, room - used - labels, touched_last, previous.left_out)
     for label, items in ((FILES_CHANGED, changed), (FILES_READ, read), (FACTS, lost)):
-        fitting = _fitting(workspace, items, room - used - workspace.counter.count_text(label))
+        fitting = names_that_fit(workspace, items, room - used - workspace.counter.count_text(label))
         if label == FACTS:
             lost = fitting
         if fitting:
@@ -554,6 +353,11 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     budget (never over ``keep``)."""
     digest = DIGEST_SHARE if fit_budget else 1.0  # with `turns`, max_tokens is the summary's own cap
     composed = _compose(workspace, summarizer, removable, room, digest, memo)
+    outputs = old_outputs(workspace, removable, keep) if fit_budget and OMITTED in composed.summary["content"] else []
+    if outputs:  # the findings the summary left out outrank them: the span takes them, the summary their room
+        room += sum(workspace.messages[p].tokens for p in outputs if workspace.structure.counted[p])
+        removable = sorted({*removable, *outputs})
+        composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if composed.tokens > room and summarizer.name == "extractive":
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
         smaller = max(MIN_SUMMARY_TOKENS, room - (composed.tokens - room) - 8)
@@ -564,12 +368,15 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
         shorter = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        given_back = set(removable) - set(shorter)
+        if OMITTED in composed.summary["content"] and given_back and output_outranked(workspace, given_back):
+            shorter = []  # the slack goes to the summary's findings (_top_up), not back to an old output
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
-        kept = _keep_newest_partly(workspace, removable, added)
+        kept = _keep_newest_partly(workspace, removable, added, OMITTED in composed.summary["content"])
         if kept:
             removable = [p for p in removable if p not in kept]
             if not removable:

@@ -7,11 +7,14 @@ holding numbers, ids, names, values, from tool output too) and what the
 assistant decided. When the lines do not all fit the token budget, the most
 useful kinds are kept first (requests, changes, errors and facts before reads,
 commands and remarks), newer before older; an earlier summary is carried over
-first, shortened in its middle when it must shrink.
+first, shortened in its middle when it must shrink. Each line stands on its own
+and says who said, thought or ran what (passages.py: whole sentences, a list or
+a table with what introduces it).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,37 +43,41 @@ from core.messages import (
 )
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
 from core.summarizers.facts import (
-    LINE_NUMBER,
     contents,
     first_error_line,
     opening_error_line,
     record_gist,
     tool_output,
 )
+from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
+from core.summarizers.salience import Mentions, quoted_output
+from core.summarizers.statements import (
+    FACT_CHARS,
+    TOOL_SCAN_CHARS,
+    asks,
+    head,
+    says_something,
+    value_statements,
+)
+from core.summarizers.topic import span_topic
 
 ASK_CHARS = 400
 SAY_CHARS = 220
-FACT_CHARS = 200
 TARGET_CHARS = 90
 FACTS_PER_MESSAGE = 3
-# Of a tool result, the facts and the error line are looked for in this many characters.
-TOOL_SCAN_CHARS = 32_000
 DEEP_RESULTS = 400
 # An earlier summary carried over may take at most this share of the room.
 PREVIOUS_SHARE = 0.5
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
 
+OMITTED = "less important line(s)"  # the note of a summary that left lines out
 # Priorities: lower is kept first when the budget is short.
 REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_VALUE = re.compile(
-    r"\d{2,}|\b[0-9a-f]{7,}\b|\b\w+(?:[._/-]\w+){1,}\b|[\w.+-]+@[\w-]+\.\w+|https?://\S+|`[^`]+`|'[^']{2,}'|\"[^\"]{2,}\""
-)
-_STATEMENT = re.compile(r"\b(?:is|are|was|were|equals|uses|returns|set to|means|lives|runs|expects)\b|: |= ", re.IGNORECASE)
-_CODE_LINE = re.compile(r"^\s*(?:def |class |import |from |return |if |for |while |[{}()\[\];#]|//|/\*|\*|@|<)")
 # A decision or a finding, not an announcement of the next step ("Let me look at X", "I'll run Y"):
 # those say what the assistant was about to do, which the lines for its tool calls already record.
+_ANNOUNCEMENT = re.compile(r"(?:now,?\s+|first,?\s+|next,?\s+)?(?:let me|let's|i'll|i will|i need to|i should|i would need to|"
+                           r"i'm going to|to test this|the experiments i need)\b", re.IGNORECASE)
 _DECISION = re.compile(r"\b(?:we should|decided|the fix|root cause|because|so that|instead|the (?:problem|issue|cause) (?:is|was))\b", re.IGNORECASE)
 @dataclass(frozen=True)
 class _Line:
@@ -96,46 +103,6 @@ def _path(arguments: Mapping[str, Any]) -> str:
 
 def _command(arguments: Mapping[str, Any]) -> str:
     return _one_line(shell_command(arguments), TARGET_CHARS)
-
-
-def _tool_facts(text: str, limit: int) -> list[str]:
-    """Prose lines of tool output that state a value ("The token is KX-4471."), not code nor tables.
-
-    Tool output is the bulk of a transcript: only its first TOOL_SCAN_CHARS are read, line by
-    line, and the cheap tests come first."""
-    found: list[str] = []
-    for line in text[:TOOL_SCAN_CHARS].splitlines():
-        line = line.strip()
-        if not 12 <= len(line) <= 160 or not line[0].isalpha() or not line.endswith((".", "!")):
-            continue
-        line = LINE_NUMBER.sub("", line).strip()
-        if not line[:1].isupper() or line.count(" ") < 3 or _CODE_LINE.match(line):
-            continue
-        if not _VALUE.search(line) or not _STATEMENT.search(line):
-            continue
-        if sum(ch.isalpha() or ch == " " for ch in line) < 0.7 * len(line):
-            continue
-        found.append(line)
-        if len(found) >= limit:
-            break
-    return found
-
-
-def _facts(text: str, limit: int, *, from_tool: bool) -> list[str]:
-    """Sentences that state a value (a number, an id, a path, a name), not code; prose first."""
-    if from_tool:
-        return _tool_facts(text, limit)
-    prose: list[str] = []
-    other: list[str] = []
-    for sentence in _SENTENCE_END.split(text):
-        sentence = LINE_NUMBER.sub("", sentence).strip()
-        if not 12 <= len(sentence) <= FACT_CHARS:
-            continue
-        if _CODE_LINE.match(sentence) or not _VALUE.search(sentence) or not _STATEMENT.search(sentence):
-            continue
-        is_prose = sentence[0].isupper() and sentence.endswith((".", "!")) and sentence.count(" ") >= 3
-        (prose if is_prose else other).append(sentence)
-    return (prose + other)[:limit]
 
 
 def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str,
@@ -185,6 +152,14 @@ def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str
     return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 
+TOPIC_CHARS = 60
+# The newest requests always rank first (what the user is asking for now).
+RECENT_REQUESTS = 5
+# The older requests' share of the room while findings want it.
+REQUEST_SHARE = 0.6
+_ASKED = "- user asked ("
+
+
 # A call's results read for the summary, by call id, and the ids of those that failed.
 _Answers = tuple[dict[str, str], frozenset[str]]
 _NO_ANSWERS: _Answers = ({}, frozenset())
@@ -213,35 +188,40 @@ def _newest_results(messages: Sequence[Mapping[str, Any]], pairing: Pairing,
     return {owner: (answers, frozenset(failed_ids.get(owner, ()))) for owner, answers in texts.items()}
 
 
-def _says_something(sentence: str) -> bool:
-    """More than an opener: a value (a name, a number, a path), or four words that are neither an
-    exclamation ("Ah, I understand now!") nor a lead-in to what follows ("This makes sense because:")."""
-    if _VALUE.search(sentence) is not None:
-        return True
-    return len(sentence.split()) >= 4 and not sentence.rstrip().endswith(("!", ":"))
+def _statements(message: Mapping[str, Any], add: Callable[[int, str], None]) -> str:
+    """What the assistant said (or thought: its reasoning, told apart) that stands on its own: its
+    decision, its first remark that says something, and its facts, FACTS_PER_MESSAGE in all, what it
+    said first. Returns the message's text."""
+    said, thought = said_and_thought(message)
+    decided: tuple[str, str] | None = None
+    remark: tuple[str, str] | None = None
+    facts: list[tuple[str, str]] = []
+    for text, who in ((said, "assistant"), (thought, "assistant (thinking)")):
+        if not text.strip():
+            continue
+        found = [p.text for p in passages(head(text))]
+        # The passage holding the decision ("the root cause is ...") ranks with the facts; an
+        # announcement of the next step ("Let me make the fix.") is none: its calls' lines say it.
+        if decided is None and _DECISION.search(text):
+            decided = next(((who, s) for s in found if _DECISION.search(s) and len(s.split()) >= 4
+                            and not _ANNOUNCEMENT.match(s)), None)
+        # The first passage that says something (not an opener like "Interesting!") is a remark.
+        remark = remark or next(((who, s) for s in found if says_something(s)), None)
+        facts += [(who, fact) for fact in value_statements(head(text), FACTS_PER_MESSAGE, from_tool=False)]
+    if decided:
+        add(FACT, f"- {decided[0]}: {_one_line(decided[1], SAY_CHARS)}")
+    if remark and remark != decided:
+        add(REMARK, f"- {remark[0]}: {_one_line(remark[1], SAY_CHARS)}")
+    for who, fact in [f for f in facts if f not in (remark, decided)][:FACTS_PER_MESSAGE]:
+        add(FACT, f"- {who}: {_one_line(fact, PASSAGE_CHARS)}")
+    return f"{said}\n{thought}"
 
 
-def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str, str],
+def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
                      add: Callable[[int, str], None], kinds: set[str], failed: frozenset[str]) -> None:
-    """What the assistant said and decided, and a line for each of its tool calls."""
+    """What the assistant said, thought and decided, and a line for each of its tool calls."""
+    text = _statements(message, add)
     if text.strip():
-        sentences = _SENTENCE_END.split(text)
-        # The sentence holding the decision ("the root cause is ...") ranks with the facts; the first
-        # one that says something (not an opener like "Interesting!") is a remark.
-        said = next((s for s in sentences if _says_something(s)), "")
-        # (A decision says something however it ends: "The root cause is a race!", "The fix is to ...:")
-        at = next((i for i, s in enumerate(sentences) if _DECISION.search(s) and len(s.split()) >= 4), None) \
-            if _DECISION.search(text) else None
-        decided = "" if at is None else sentences[at]
-        if decided.rstrip().endswith(":") and at is not None and at + 1 < len(sentences):
-            decided = f"{decided.rstrip()} {sentences[at + 1].strip()}"  # the lead-in and what it leads to
-        if decided:
-            add(FACT, f"- assistant: {_one_line(decided, SAY_CHARS)}")
-        if said and said != decided:
-            add(REMARK, f"- assistant: {_one_line(said, SAY_CHARS)}")
-        for fact in _facts(text, FACTS_PER_MESSAGE, from_tool=False):
-            if fact.strip() not in (said.strip(), decided.strip()):
-                add(FACT, f"- assistant: {_one_line(fact, FACT_CHARS)}")
         kinds.add("decision")
         if re.search(r"\bbecause\b|\bso that\b|\bsince\b", text, re.IGNORECASE):
             kinds.add("rationale")
@@ -258,7 +238,7 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
                 kinds.add("error")
         if found is not None and found[0] == "write":
             continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
-        for fact in _facts(result, 2, from_tool=True):
+        for fact in value_statements(result, 2, from_tool=True):
             add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
 
 
@@ -266,7 +246,7 @@ def _assistant_lines(message: Mapping[str, Any], text: str, results: Mapping[str
 _Given = tuple[Mapping[str, Any], tuple[bool, ...], list[tuple[int, str]], frozenset[str]]
 
 
-def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str, str], read: tuple[bool, ...],
+def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str], read: tuple[bool, ...],
                     failed: frozenset[str]) -> _Given:
     lines: list[tuple[int, str]] = []
     found: set[str] = set()
@@ -274,7 +254,7 @@ def _read_assistant(message: Mapping[str, Any], text: str, results: Mapping[str,
     def collect(priority: int, line: str) -> None:
         lines.append((priority, line))
 
-    _assistant_lines(message, text, results, collect, found, failed)
+    _assistant_lines(message, results, collect, found, failed)
     return message, read, lines, frozenset(found)
 
 
@@ -283,9 +263,12 @@ _PER_MESSAGE = 1 << 20
 # Assistant messages are read newest first: this many before the choice is first tried, then
 # twice as many each time, only while an older one's lines could still be chosen.
 FIRST_READ = 64
-_ALL_KINDS = "decision, error, next_step, rationale, technical_detail"  # the trailer's longest list
 # Reading back stops when older lines could take no more than this share of the summary's room.
 SETTLED_ROOM = 0.05
+# So many of the newest assistant messages are read whatever the room (their findings gone back to
+# outrank newer ones); past them, only while the requests leave room (past that, an older line gone
+# back to is missed: the cost of a long span follows its summary's room).
+ALWAYS_READ = 256
 
 
 class _SpanReader:
@@ -299,8 +282,10 @@ class _SpanReader:
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
-                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset()) -> None:
+                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset(),
+                 names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
         self.messages = messages
+        self.mentions = Mentions(messages, names)
         pairing = pair_calls(messages)
         self.results = _newest_results(messages, pairing, failed)
         self.earlier = dict(given) if given is not None else {}
@@ -314,6 +299,9 @@ class _SpanReader:
         # A span that starts mid-turn continues the first turn; its next request opens the one after.
         opens = bool(messages) and messages[0].get("role") == "user" and bool(content_text(messages[0]).strip())
         turn = first_turn - 1 if opens else first_turn
+        requests = [p for p, m in enumerate(messages) if m.get("role") == "user" and asks(content_text(m))]
+        self.requests = requests
+        self.later: dict[_Line, bool] = {}
         for position, message in enumerate(messages):
             role = message.get("role")
             if role == "assistant":
@@ -327,10 +315,16 @@ class _SpanReader:
                 turn += 1  # it opens a turn like any user text (the header counts it), but asks nothing
             elif role == "user" and text.strip():
                 turn += 1
-                topic = topic or _one_line(text, 60)
-                add(REQUEST, f"- user asked (turn {turn}): {_one_line(text, ASK_CHARS)}")
-                for fact in _facts(text[ASK_CHARS:], FACTS_PER_MESSAGE, from_tool=False):
-                    add(FACT, f"- user: {_one_line(fact, FACT_CHARS)}")
+                if position == 0 and first_turn == 1:  # the span opens the conversation: its task
+                    topic = _one_line(text, TOPIC_CHARS)
+                asked = _one_line(text, ASK_CHARS)
+                add(self._request_priority(text, position, requests), f"- user asked (turn {turn}): {asked}")
+                # The statements the request line leaves out, whole (not from its 400th character on).
+                shown = asked.rstrip("…")
+                beyond = [fact for fact in value_statements(head(text), FACTS_PER_MESSAGE * 2, from_tool=False)
+                          if len(asked) >= ASK_CHARS and fact not in shown]
+                for fact in beyond[:FACTS_PER_MESSAGE]:
+                    add(FACT, f"- user: {_one_line(fact, PASSAGE_CHARS)}")
             elif role in ("tool", "function"):
                 error = first_error_line(text)  # a result whose call is not in the span
                 if error:
@@ -338,8 +332,17 @@ class _SpanReader:
                     self.kinds.add("error")
             elif role in ("system", "developer") and text.strip():
                 add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
-        self.topic = topic or "earlier work"
+        self.opening_request = topic
         self.unread = len(self.assistants)  # the oldest assistant messages, not read yet
+
+    def _request_priority(self, text: str, position: int, requests: list[int]) -> int:
+        """A request ranks first when it is among the newest or a later turn went back to what it
+        names; an older one nobody came back to ranks with the facts (a small summary held the
+        requests alone and lost the findings the later turns built on)."""
+        index = bisect.bisect_right(requests, position)
+        if index > len(requests) - RECENT_REQUESTS:
+            return REQUEST
+        return REQUEST if self.mentions.gone_back_to(text, requests[index] - 1) else FACT
 
     def _adder(self, position: int) -> Callable[[int, str], None]:
         orders = iter(range(position * _PER_MESSAGE, (position + 1) * _PER_MESSAGE))
@@ -360,30 +363,52 @@ class _SpanReader:
             read = tuple(str(call.get("id")) in answers for call in tool_calls(message))
             known = self.earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
-                known = _read_assistant(message, content_text(message), answers, read, failed)
+                known = _read_assistant(message, answers, read, failed)
             if self.given is not None:
                 self.given[id(message)] = known
             add = self._adder(position)
             for priority, line in known[2]:
                 add(priority, line)
+            self._quote_results(message, position, add)
             self.kinds |= known[3]
         self.unread = first
+
+    def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None]) -> None:
+        """The lines of the message's results the rest of the span went back to, with their source."""
+        answers = self.results.get(position, _NO_ANSWERS)[0]
+        for call in tool_calls(message):
+            output = answers.get(str(call.get("id")))
+            for line in quoted_output(call, output or "", self.mentions, position):
+                add(READ, line)
 
     def lines(self) -> list[_Line]:
         return list(self.found.values())
 
-    def settles(self, chosen: list[_Line], room: int, counter: MessageCounter) -> bool:
-        """Reading older messages could change no more than a sliver of ``room`` in this choice.
+    def settles(self, room: int, counter: MessageCounter) -> bool:
+        """Reading older messages could change no more than a sliver of ``room`` in the choice.
 
-        An unread line is an older assistant message's, of priority FACT or lower: the requests
-        chosen keep their place whatever is read, and what they leave is all such a line could
-        take. When that is under SETTLED_ROOM, the lines already read fill it instead of a read
-        back through a long span. (A line read may yet recur in an older message, which would
-        rank it older: so the lines of FACT priority read so far are not counted as settled.)"""
+        An unread line is an older assistant message's, of priority FACT or lower. Past the newest
+        ALWAYS_READ, when the requests alone (as if not held to their share) would leave under
+        SETTLED_ROOM, such a line could take a place only by being gone back to: the lines read
+        fill the room instead of a read back through a long span."""
         if not self.unread:
             return True
-        requests = sum(counter.count_text(line.text) + 1 for line in chosen if line.priority < FACT)
+        if len(self.assistants) - self.unread < ALWAYS_READ:
+            return False
+        requests = 0
+        for line in self.found.values():
+            if line.priority < FACT and requests < room:
+                requests += counter.count_text(line.text) + 1
         return room - requests < max(8, int(room * SETTLED_ROOM))
+
+    def gone_back_to(self, line: _Line) -> bool:
+        """A finding (a fact, an error) the rest of the span named again (salience.py)."""
+        if line.priority not in (FACT, ERROR) or line.text.startswith(_ASKED):
+            return False
+        known = self.later.get(line)
+        if known is None:
+            known = self.later[line] = self.mentions.gone_back_to(line.text, line.order // _PER_MESSAGE)
+        return known
 
 
 @dataclass(frozen=True)
@@ -392,59 +417,75 @@ class ExtractiveSummarizer:
     # Each assistant message's lines, by id, for the span read last: a run composes one span's
     # summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
     _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
+    _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/4"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/5"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed))
-        topic = reader.topic.replace('"', "'")
-        head = f'<summary topic="{topic}" compressed-from-turns="{request.first_turn}-{request.last_turn}">'
-        # Read back only while an older message's lines could still be chosen; the trailer, which
-        # lists the kinds met, is not known before: the room is judged with the longest one.
-        carried, room = self._rooms(request, f"{TRAILER} {_ALL_KINDS}", head, counter)
+        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)
+        turns = f'compressed-from-turns="{request.first_turn}-{request.last_turn}"'
+        # Read back only while an older message's lines could still be chosen; the topic, which
+        # names what the lines read are about, is not known before: the room is judged with the longest.
+        carried, room = self._rooms(request, f'<summary topic="{"x" * TOPIC_CHARS}" {turns}>', counter)
         batch = FIRST_READ
         while reader.unread:
             reader.read(batch)
             batch *= 2
-            if reader.settles(self._choose(reader.lines(), room, counter)[0], room, counter):
+            if reader.settles(room, counter):
                 break
         kinds = reader.kinds
-        trailer = f"{TRAILER} {', '.join(sorted(kinds)) if kinds else 'technical_detail'}"
-        carried, room = self._rooms(request, trailer, head, counter)
-        chosen, omitted = self._choose(reader.lines(), room, counter)
+        topic = (reader.opening_request or span_topic((line.text.startswith(_ASKED), line.text) for line in reader.lines())).replace('"', "'")
+        head = f'<summary topic="{topic}" {turns}>'
+        carried, room = self._rooms(request, head, counter)
+        chosen, omitted = self._choose(reader.lines(), room, counter, reader)
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
         if reader.unread:  # the calls and results of older assistant messages were not even read
-            body.append(f"({omitted} less important line(s) and older details left out to stay within "
+            body.append(f"({omitted} {OMITTED} and older details left out to stay within "
                         f"{request.max_tokens} tokens)")
         elif omitted:
-            body.append(f"({omitted} less important line(s) left out to stay within {request.max_tokens} tokens)")
+            body.append(f"({omitted} {OMITTED} left out to stay within {request.max_tokens} tokens)")
         parts.append("\n".join([head, *body, "</summary>"]))
-        parts.append(trailer)
+        # (No "## Preserved Kinds:" trailer: that is a model's claim about its own text; this
+        # summary's lines say what they are.)
         return SummaryResult(text="\n".join(parts), by=self.name, preserved_kinds=sorted(kinds))
 
-    def _rooms(self, request: SummaryRequest, trailer: str, head: str, counter: MessageCounter) -> tuple[str, int]:
+    def _rooms(self, request: SummaryRequest, head: str, counter: MessageCounter) -> tuple[str, int]:
         """An earlier summary carried over, and the room left for this span's lines."""
-        room = request.max_tokens - counter.count_text(trailer) - counter.count_text(head + "</summary>") - 24
+        room = request.max_tokens - counter.count_text(head + "</summary>") - 24
         carried = self._carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
         return carried, room - (counter.count_text(carried) if carried else 0)
 
     @staticmethod
-    def _choose(lines: list[_Line], room: int, counter: MessageCounter) -> tuple[list[_Line], int]:
-        """The most useful lines that fit: by priority, newer first within a priority."""
-        chosen: list[_Line] = []
+    def _choose(lines: list[_Line], room: int, counter: MessageCounter,
+                reader: _SpanReader | None = None) -> tuple[list[_Line], int]:
+        """The most useful lines that fit: by priority; within the findings (facts, errors) those the
+        rest of the span went back to first (salience.py); newer first. Past the newest
+        RECENT_REQUESTS, the requests take at most REQUEST_SHARE of the room while other lines
+        want it, then what is left."""
+        def rank(line: _Line) -> tuple[int, bool, int]:
+            return line.priority, not (reader is not None and reader.gone_back_to(line)), -line.order
+        ordered = sorted(lines, key=rank)
+        chosen: set[int] = set()
         used = 0
-        for line in sorted(lines, key=lambda line: (line.priority, -line.order)):
-            if room - used < 8:
-                break  # full: counting the rest would only find they do not fit
-            if len(line.text) // 8 > room - used:
-                continue  # far too long for what is left: a token is rarely over 8 characters
-            cost = counter.count_text(line.text) + 1
-            if used + cost <= room:
-                chosen.append(line)
-                used += cost
-        return chosen, len(lines) - len(chosen)
+        for capped in (True, False):  # the second pass gives what is left to the requests held back
+            requests = asked = 0
+            for index, line in enumerate(ordered):
+                if room - used < 8:
+                    break  # full: counting the rest would only find they do not fit
+                if line.priority == REQUEST:
+                    requests += 1
+                if index in chosen or len(line.text) // 8 > room - used:
+                    continue  # chosen, or far too long for what is left: a token is rarely over 8 characters
+                cost = counter.count_text(line.text) + 1
+                held_back = capped and line.priority == REQUEST and requests > RECENT_REQUESTS \
+                    and asked + cost > room * REQUEST_SHARE
+                if used + cost <= room and not held_back:
+                    chosen.add(index)
+                    used += cost
+                    asked += cost if line.priority == REQUEST else 0
+        return [ordered[index] for index in sorted(chosen)], len(lines) - len(chosen)
 
     @staticmethod
     def _carry(previous: str, room: int, counter: MessageCounter) -> str:

@@ -31,8 +31,9 @@ ERROR_SCAN_CHARS = 32_000
 _DIFF_OR_NUMBER = re.compile(r"^\s*(?:[+-](?=\s)|\d+(?:→|\t|:))")
 
 
-# A signature's parameter ("def f(error: Path)") is not an error line.
-_SIGNATURE = re.compile(r"^\W*(?:async\s+)?(?:def|class|fn|func|function)\s")
+# A signature's parameter ("def f(error: Path)") is not an error line, nor is code that handles
+# or raises one ("except (TypeError, ValueError) as error:", a file view's line 1478).
+_SIGNATURE = re.compile(r"^(?:\s*\d+(?:→|\t|:))?\W*(?:async\s+)?(?:def|class|fn|func|function|except|catch|raise|throw)\b")
 
 
 # The line that names a traceback's exception: unindented, after the frames.

@@ -1,0 +1,126 @@
+"""The offline summary's form, on real public sessions: each kept line stands on its own.
+
+Issue 29.9: lines that meant nothing out of context (a list item without what it lists, a table
+row without its table, a reasoning heading, the tail of a request cut mid-word, a line of a file
+view shown as an error), a trailer the summarizer has no structure for, a topic that was only
+the second request, and an unexplained marker.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import invoke, read_messages
+
+SESSIONS = {
+    "codex": "codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl",
+    "swe-agent": "openai-chat/swe-agent-marshmallow-1867.jsonl",
+    "claude-code": "claude-code/cctrace-phase0-investigation.jsonl",
+    "rust-port": "claude-code/claude-reliability-python-to-rust-port.jsonl",
+}
+RUNS = [("codex", 2000), ("codex", 4000), ("swe-agent", 2000), ("claude-code", 2000), ("claude-code", 4000),
+        ("claude-code", 8000), ("rust-port", 4000)]
+
+# A kept quotation: "- user: …", "- assistant: …", "- assistant (thinking): …", "- error: …".
+_QUOTED = re.compile(r"^- (user|assistant(?: \(thinking\))?|error|note): (.*)$")
+_MARKDOWN_START = re.compile(r"^(?:[-*+] |\d+[.)] |\||#)")
+_BOLD_ONLY = re.compile(r"^\*\*[^*]+\*\*:?$")
+_CODE_AS_ERROR = re.compile(r"^(?:except|catch|raise|throw)\b")
+
+
+def summaries(path: Path, budget: int) -> list[str]:
+    result = invoke(str(path), "--max-tokens", str(budget), "--to", "openai")
+    assert result.exit_code == 0, result.output
+    return [m["content"] for m in read_messages(result.stdout)
+            if isinstance(m.get("content"), str) and m["content"].startswith("CUCA summary:")]
+
+
+def fragments(summary: str) -> list[str]:
+    """The lines of ``summary`` that do not stand on their own, each with what is wrong with it."""
+    found: list[str] = []
+    lines = summary.splitlines()
+    if "compact" not in lines[0].split("summarized by")[-1]:
+        found.append(f"the marker is not explained: {lines[0]}")
+    if any(line.startswith("## Preserved Kinds:") for line in lines):
+        found.append("a Preserved Kinds trailer the extractive summarizer has no structure for")
+    topic = re.search(r'<summary topic="([^"]*)"', summary)
+    asked = [line.split("): ", 1)[1] for line in lines if line.startswith("- user asked (turn ")]
+    if topic and any(request.startswith(topic.group(1).rstrip("…")) for request in asked[1:]):
+        found.append(f"a topic that is only a later request: {topic.group(1)}")
+    for line in lines:
+        quoted = _QUOTED.match(line)
+        if quoted is None:
+            continue
+        who, text = quoted.groups()
+        if _MARKDOWN_START.match(text):
+            found.append(f"a list item, table row or heading without its context: {line}")
+        elif _BOLD_ONLY.match(text):
+            found.append(f"a heading as if it were a finding: {line}")
+        elif not re.match(r"[\w`\"'(\[~/$<]", text):
+            found.append(f"a fragment cut mid-text: {line}")
+        elif who == "error" and _CODE_AS_ERROR.match(text):
+            found.append(f"a line of code shown as an error: {line}")
+    return found
+
+
+@pytest.mark.parametrize(("name", "budget"), RUNS)
+def test_every_summary_line_stands_on_its_own(name: str, budget: int, realdata: Path) -> None:
+    found = summaries(realdata / SESSIONS[name], budget)
+    assert found, "the run wrote no summary"
+    assert [problem for summary in found for problem in fragments(summary)] == []
+
+
+def test_the_tail_of_a_long_request_is_quoted_in_whole_sentences(samples: Path) -> None:
+    """The sample agent session's traceback request: its tail was quoted from the 400th character on
+    (`- user: .from_dict({"entry": previous_field, "price": 3})`)."""
+    for budget in (2000, 4000):
+        for summary in summaries(samples / "agent_session.jsonl", budget):
+            assert fragments(summary) == []
+            assert "- user: .from_dict" not in summary
+
+
+def test_under_a_small_budget_the_findings_outrank_an_old_tool_output(realdata: Path) -> None:
+    """Issue 29.10: at 2,000 tokens on the cctrace session the room went to a middle-cut
+    `head -80 RENDERED.md` output of an earlier turn while the summary kept the requests alone and
+    lost the session's key finding: Claude Code names a project's folder with hyphens where the
+    path has underscores (`-mnt-c-python-cctrace-test`, not `-mnt-c-python-cctrace_test`)."""
+    path = realdata / SESSIONS["claude-code"]
+    result = invoke(str(path), "--max-tokens", "2000", "--to", "openai")
+    assert result.exit_code == 0, result.output
+    out = read_messages(result.stdout)
+    summary = next(m["content"] for m in out if str(m.get("content")).startswith("CUCA summary:"))
+    body = summary.split("</summary>")[0]
+    assert "-mnt-c-python-cctrace-test" in body and "hyphen" in body
+    current = max(i for i, m in enumerate(out) if m["role"] == "user")
+    older_results = [m for m in out[:current] if m["role"] == "tool"]
+    assert not any("head -80" in str(m.get("tool_calls")) for m in out[:current])
+    assert sum(len(str(m["content"])) for m in older_results) < 1000
+
+
+def test_a_tool_output_line_the_session_went_back_to_is_quoted_with_its_source() -> None:
+    """Issue 28, sub-message selection: of an old tool result, the line the agent went back to later
+    (here the signature of `migrate_checkpoint`) is carried into the summary with where it came
+    from (the tool, the path, the line number), not the lines nobody named again."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    listing = "\n".join(f"{n:6}→{text}" for n, text in enumerate(
+        ["import json", "", "def load_rows(path):", "    return json.loads(path.read_text())", "",
+         "def migrate_checkpoint(checkpoint_id: CheckpointID, store: Store) -> None:",
+         "    rows = load_rows(store.path)"], start=1))
+    span = [msg("user", "Look at the checkpoint code."),
+            assistant_calls(call("r1", "Read", file_path="src/checkpoints.py")), result("r1", listing),
+            msg("assistant", "I have read it."), msg("user", "Now add a dry-run flag.")]
+    for i in range(3):
+        span += [msg("assistant", f"Step {i}: calling `migrate_checkpoint` with a `CheckpointID` from the test."),
+                 assistant_calls(call(f"t{i}", "Bash", command=f"pytest tests/test_step_{i}.py")), result(f"t{i}", "1 passed")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=800), counter).text
+    assert ("- Read(src/checkpoints.py) output, line 6: def migrate_checkpoint(checkpoint_id: CheckpointID, "
+            "store: Store) -> None:") in text
+    assert "line 3: def load_rows" not in text  # nobody named it again
