@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +100,10 @@ def test_the_readme_layout_map_names_every_engine_module() -> None:
     modules = {path.name for path in (ROOT / "core" / "engine").glob("*.py") if path.name != "__init__.py"}
     missing = sorted(modules - named)
     assert not missing, f"README.md's layout map does not name {', '.join(missing)} in its core/engine/ row"
+
+
+def test_no_module_of_core_or_cli_is_named_after_a_standard_library_module() -> None:
+    # `from cli import inspect` beside `import inspect` reads as the standard library's.
+    # (Module files only: the package core/io is left as it is.)
+    shadowing = [_name(path) for path in _modules("core", "cli") if path.stem in sys.stdlib_module_names]
+    assert not shadowing, f"named like a standard-library module: {', '.join(shadowing)}"
