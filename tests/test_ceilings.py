@@ -107,3 +107,11 @@ def test_no_module_of_core_or_cli_is_named_after_a_standard_library_module() -> 
     # (Module files only: the package core/io is left as it is.)
     shadowing = [_name(path) for path in _modules("core", "cli") if path.stem in sys.stdlib_module_names]
     assert not shadowing, f"named like a standard-library module: {', '.join(shadowing)}"
+
+
+def test_no_limit_has_one_name() -> None:
+    # The --unlimited mode and a budget with no trigger are the same "unlimited" in the report.
+    defined = [_name(path) for path in _modules("core", "cli")
+               for node in ast.parse(path.read_text(encoding="utf-8")).body
+               if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "UNLIMITED" for t in node.targets)]
+    assert defined == ["core/engine/budget.py"]

@@ -11,7 +11,7 @@ from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine import bound_thinking, give_back
-from core.engine.budget import Budget
+from core.engine.budget import UNLIMITED, Budget
 from core.engine.clamp import clamp_content
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
@@ -42,7 +42,6 @@ MAX_PASSES = 4
 SAFETY_PASSES = 64
 BUDGET = "budget"
 FULL = "full"
-UNLIMITED = "unlimited"
 MODES = (BUDGET, FULL, UNLIMITED)
 
 # A step after the strategies: acts on the workspace, appends its action to the report's list.
