@@ -97,9 +97,19 @@ def test_the_readme_layout_map_names_every_engine_module() -> None:
     layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in layout.splitlines() if "`core/engine/`" in line)
     named = set(re.findall(r"`([\w/]+\.py)`", row))
-    modules = {path.name for path in (ROOT / "core" / "engine").glob("*.py") if path.name != "__init__.py"}
-    missing = sorted(modules - named)
+    missing = sorted(_engine_modules() - named)
     assert not missing, f"README.md's layout map does not name {', '.join(missing)} in its core/engine/ row"
+
+
+def test_the_engine_package_docstring_lists_every_module() -> None:
+    docstring = ast.get_docstring(ast.parse((ROOT / "core" / "engine" / "__init__.py").read_text(encoding="utf-8"))) or ""
+    listed = {f"{name}.py" for name in re.findall(r"^- (\w+):", docstring, flags=re.MULTILINE)}
+    missing = sorted(_engine_modules() - listed)
+    assert not missing, f"core/engine/__init__.py's docstring does not list {', '.join(missing)}"
+
+
+def _engine_modules() -> set[str]:
+    return {path.name for path in (ROOT / "core" / "engine").glob("*.py") if path.name != "__init__.py"}
 
 
 def test_no_module_of_core_or_cli_is_named_after_a_standard_library_module() -> None:
