@@ -81,7 +81,7 @@ def _root(
 
 
 def _register() -> None:
-    from cli import batch, cache, commands, graph, inspect, store
+    from cli import batch, cache, commands, graph, inspection, store
 
     # Each short_help is the whole sentence `compact --help` lists; click would cut the long help's
     # first sentence at about 45 characters, mid-phrase.
@@ -89,12 +89,12 @@ def _register() -> None:
                 no_args_is_help=True, cls=PanelledCommand)(commands.run)
     app.command(name="count", help="Count a transcript's tokens and show its usage; compacts nothing.",
                 short_help="Count a transcript's tokens; compacts nothing.")(commands.count)
-    app.command(name="stats", help=inspect.STATS_HELP, short_help="Show where a transcript's tokens go.",
-                no_args_is_help=True)(inspect.stats)
-    app.command(name="diff", help=inspect.DIFF_HELP, short_help="Show what changed between two transcripts.",
-                no_args_is_help=True)(inspect.diff)
-    app.command(name="validate", help=inspect.VALIDATE_HELP, short_help="Check that a provider's API would accept a transcript.",
-                no_args_is_help=True)(inspect.validate)
+    app.command(name="stats", help=inspection.STATS_HELP, short_help="Show where a transcript's tokens go.",
+                no_args_is_help=True)(inspection.stats)
+    app.command(name="diff", help=inspection.DIFF_HELP, short_help="Show what changed between two transcripts.",
+                no_args_is_help=True)(inspection.diff)
+    app.command(name="validate", help=inspection.VALIDATE_HELP, short_help="Check that a provider's API would accept a transcript.",
+                no_args_is_help=True)(inspection.validate)
     config_app = typer.Typer(help="Print the effective configuration (defaults, then the config file, then flags) as JSON.",
                              short_help="Print the effective configuration as JSON.", no_args_is_help=True)
     config_app.command(name="show", help="Print the effective configuration as JSON.", cls=PanelledCommand)(commands.config_show)

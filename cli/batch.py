@@ -77,14 +77,7 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
-    from core.io.staged import names_stdout
-
-    if report is not None and names_stdout(report):
-        report = "-"  # the report on stdout, the table then on stderr
-    if report not in (None, "-"):  # before any input is compacted, not once they all are
-        from cli.output import check_output_target
-
-        check_output_target("--report", report)
+    report = _report_target(report)
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_settings(config)
@@ -133,6 +126,19 @@ def batch(
         sys.stderr.write(f"compact: error: the summarizer failed on {totals.summary_failed:,} of {totals.inputs:,} inputs:"
                          " they were written without a summary (the report's rows say which; a rerun tries them again)\n")
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)
+
+
+def _report_target(report: str | None) -> str | None:
+    """Where --report goes: None, "-" (stdout; the table then on stderr) or a file, checked now."""
+    from core.io.staged import names_stdout
+
+    if report is not None and names_stdout(report):
+        report = "-"
+    if report not in (None, "-"):  # before any input is compacted, not once they all are
+        from cli.output import check_output_target
+
+        check_output_target("--report", report)
+    return report
 
 
 def _run(tasks: list[Any], *, engine: str, jobs: int | None, ray_address: str | None, fail_fast: bool,

@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from core.engine.budget import UNLIMITED
 from core.report import GIVE_BACK, line_ranges
 
 BAR_WIDTH = 20
@@ -118,7 +119,7 @@ def skipped_lines(path: str, skipped: list[dict[str, Any]]) -> list[str]:
 
 def _verdict(report: dict[str, Any]) -> Text:
     budget = report["budget"]
-    if report["mode"] == "unlimited" or budget["trigger"] == "unlimited":
+    if report["mode"] == UNLIMITED or budget["trigger"] == UNLIMITED:
         return Text("budget: unlimited — nothing compacted")
     if report["mode"] == "full":
         return Text(f"budget: {budget['description']} — full run: every strategy acted once, whatever the budget")
@@ -244,7 +245,7 @@ def plan_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"{skipped['strategy']}: skipped ({skipped['reason']})")
     budget = report["budget"]
     after = report["after"]
-    if budget["trigger"] == "unlimited":
+    if budget["trigger"] == UNLIMITED:
         verdict = "no budget: nothing would be compacted"
     elif not report["triggered"] and report["mode"] != "full":
         verdict = f"already within the budget ({budget['description']}): nothing would change"

@@ -1,1 +1,14 @@
-"""The compaction engine: one run over a working list (pipeline), its invariants (workspace), the budget, turns and pins (structure), and the seams strategies may use."""
+"""The compaction engine: one run over a working list, and what the run's steps share.
+
+- pipeline: one run: count, warn, the strategies and the closing steps, the report
+- workspace: the working list strategies act on, its invariants and the ledger of what went
+- budget: the budget a run compacts to, and the shares of it a run aims for
+- structure: how the list hangs together: turns, calls with their results, pins
+- placeholders: the short texts strategies leave behind, recognised on a rerun
+- clamp: cutting the middle out of a long text to a token count
+- give_back: the closing step that returns rewritten messages when room is left
+- bound_thinking: the thinking blocks a change leaves a provider unable to accept
+- file_calls: what a tool call does to a file: reads it (which part) or changes it
+- later_use: which tool results the agent went on to use
+- seams: the store and the summarizer a run's strategies may use
+"""

@@ -8,7 +8,7 @@ from typing import Any
 MESSAGES = "max_messages"
 TOKENS = "max_tokens"
 FRACTION = "max_fraction"
-UNLIMITED = "unlimited"
+UNLIMITED = "unlimited"  # no budget: the trigger, and the mode of a run that compacts nothing
 
 # Under a token budget a run lands at or under AIM_SHARE of it, and above FILL_SHARE of it when it can.
 AIM_SHARE = 0.98
@@ -65,7 +65,7 @@ class Budget:
 
     def describe(self) -> str:
         if self.limit is None:
-            return "unlimited"
+            return UNLIMITED
         if self.trigger == MESSAGES:
             return f"at most {int(self.limit):,} messages"
         if self.trigger == FRACTION:

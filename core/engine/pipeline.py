@@ -11,7 +11,7 @@ from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine import bound_thinking, give_back
-from core.engine.budget import Budget
+from core.engine.budget import UNLIMITED, Budget
 from core.engine.clamp import clamp_content
 from core.engine.seams import Seams
 from core.engine.structure import PinRules, Structure, kept_lines
@@ -42,7 +42,6 @@ MAX_PASSES = 4
 SAFETY_PASSES = 64
 BUDGET = "budget"
 FULL = "full"
-UNLIMITED = "unlimited"
 MODES = (BUDGET, FULL, UNLIMITED)
 
 # A step after the strategies: acts on the workspace, appends its action to the report's list.
@@ -127,11 +126,7 @@ def compact(
 
     triggered = budget.over(workspace.live_messages, workspace.live_tokens)
     model = config.model or recorded_model  # (the model the output goes to: its thinking rules)
-    # Where rendering the graph in will change the conversation (after the first system message):
-    # thinking after it is bound to a conversation that no longer exists either.
-    graph_at = None
-    if graph_step is not None and not config.seed_semantics and any(bound_thinking.has_thinking(m) for m in workspace.messages):
-        graph_at = _graph_change_at(graph_step, workspace.messages, counter)
+    graph_at = _graph_change_at(graph_step, workspace.messages, config, counter)
     skipped: dict[str, str] = {}
     errors: list[str] = []
     passes = 0
@@ -318,8 +313,14 @@ def _thinking_step(model: str | None, graph_at: int | None, earlier: frozenset[s
     return step
 
 
-def _graph_change_at(graph_step: GraphStep, messages: list[Message], counter: MessageCounter) -> int | None:
-    """The position at which rendering the graph in will change ``messages``; None if it will not."""
+def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], config: MemoryConfig,
+                     counter: MessageCounter) -> int | None:
+    """Where rendering the graph in will change ``messages`` (after the first system message):
+    thinking after it is bound to a conversation that no longer exists either. None when the graph
+    changes nothing, no message holds thinking, or the seed preset leaves thinking alone.
+    """
+    if graph_step is None or config.seed_semantics or not any(bound_thinking.has_thinking(m) for m in messages):
+        return None
     rendered, _ = graph_step(list(messages), counter)
     prefix = unchanged_prefix(messages, rendered)
     return None if prefix == len(messages) == len(rendered) else prefix

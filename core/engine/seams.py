@@ -1,4 +1,4 @@
-"""The extension seams strategies may need (memory-plugin.txt: Summarizer, VectorStore)."""
+"""The store and the summarizer a run's strategies may use, and the items a run offloads."""
 
 from __future__ import annotations
 

@@ -27,11 +27,14 @@ from core.io import jsonio
 from core.messages import call_name, tool_calls
 from core.strategies.base import Param, StrategyInfo
 
+# (position, kind, path, range, tool): a read's result or a write's call.
+FileEvent = tuple[int, str, str, str, str]
+
 
 def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     structure = workspace.structure
     messages = workspace.messages
-    events: list[tuple[int, str, str, str, str]] = []  # (position, kind, path, range, tool), transcript order
+    events: list[FileEvent] = []  # in transcript order once sorted
     repeats: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}  # (tool, arguments) -> [(position, call)]
     for position, message in enumerate(messages):
         if message.role != "assistant" or not workspace.alive(position):
@@ -49,22 +52,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
             for result in structure.results_of_call.get((position, str(call.get("id"))), []):
                 events.append((result, kind, path, part, call_name(call)))
     events.sort()
-    # For each read, the next event that makes it stale: a read of the same part, or any change.
-    stale_by: dict[int, tuple[str, int]] = {}
-    latest_read: dict[str, dict[str, int]] = {}  # path -> part read -> the newest read of it
-    open_reads: dict[str, list[int]] = {}
-    for position, kind, path, part, _tool in events:
-        if kind == "read":
-            parts = latest_read.setdefault(path, {})
-            earlier = parts.get(part)
-            if earlier is not None:
-                stale_by.setdefault(earlier, ("read", position))
-            parts[part] = position
-            open_reads.setdefault(path, []).append(position)
-        else:
-            for earlier in open_reads.pop(path, []):
-                stale_by.setdefault(earlier, ("write", position))
-            latest_read.pop(path, None)
+    stale_by = _stale_by(events)
     replaced = 0
     for position, kind, path, _part, tool in events:
         if kind != "read" or position not in stale_by:
@@ -90,6 +78,26 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     which = tool_name or "file-read"
     also = f", and {repeated} result(s) of a call repeated with the same answer" if repeated else ""
     return f"replaced {replaced} older {which} result(s) with a pointer to the newer read or change{also}"
+
+
+def _stale_by(events: list[FileEvent]) -> dict[int, tuple[str, int]]:
+    """For each read, the next event that makes it stale: a read of the same part, or any change."""
+    stale_by: dict[int, tuple[str, int]] = {}
+    latest_read: dict[str, dict[str, int]] = {}  # path -> part read -> the newest read of it
+    open_reads: dict[str, list[int]] = {}
+    for position, kind, path, part, _tool in events:
+        if kind == "read":
+            parts = latest_read.setdefault(path, {})
+            earlier = parts.get(part)
+            if earlier is not None:
+                stale_by.setdefault(earlier, ("read", position))
+            parts[part] = position
+            open_reads.setdefault(path, []).append(position)
+        else:
+            for earlier in open_reads.pop(path, []):
+                stale_by.setdefault(earlier, ("write", position))
+            latest_read.pop(path, None)
+    return stale_by
 
 
 def _arguments_key(call: Mapping[str, Any]) -> str:
