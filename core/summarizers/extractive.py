@@ -22,38 +22,35 @@ from typing import Any
 
 from core.counting.counter import MessageCounter
 from core.engine.file_calls import (
-    PATH_ARGUMENTS,
-    SHELL_TOOLS,
-    FileCall,
     classify,
-    patch_files,
-    patch_text,
-    quotes_files,
-    shell_command,
 )
 from core.messages import (
     HARNESS_PREFIXES,
     Pairing,
-    call_arguments,
     call_name,
     content_text,
     pair_calls,
-    string_values,
     tool_calls,
 )
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
+from core.summarizers.call_lines import (
+    ERROR,
+    FACT,
+    READ,
+    REMARK,
+    REQUEST,
+    SAY_CHARS,
+    one_line,
+    result_line,
+)
 from core.summarizers.facts import (
-    contents,
     first_error_line,
-    opening_error_line,
-    record_gist,
     tool_output,
 )
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
 from core.summarizers.salience import Mentions, quoted_output
 from core.summarizers.statements import (
     FACT_CHARS,
-    TOOL_SCAN_CHARS,
     asks,
     head,
     says_something,
@@ -62,8 +59,6 @@ from core.summarizers.statements import (
 from core.summarizers.topic import span_topic
 
 ASK_CHARS = 400
-SAY_CHARS = 220
-TARGET_CHARS = 90
 FACTS_PER_MESSAGE = 3
 DEEP_RESULTS = 400
 # An earlier summary carried over may take at most this share of the room.
@@ -71,8 +66,6 @@ PREVIOUS_SHARE = 0.5
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
 
 OMITTED = "less important line(s)"  # the note of a summary that left lines out
-# Priorities: lower is kept first when the budget is short.
-REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
 
 # A decision or a finding, not an announcement of the next step ("Let me look at X", "I'll run Y"):
 # those say what the assistant was about to do, which the lines for its tool calls already record.
@@ -84,72 +77,6 @@ class _Line:
     priority: int
     order: int
     text: str
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-
-
-def _path(arguments: Mapping[str, Any]) -> str:
-    for key in PATH_ARGUMENTS:
-        value = arguments.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
-
-
-def _command(arguments: Mapping[str, Any]) -> str:
-    return _one_line(shell_command(arguments), TARGET_CHARS)
-
-
-def _result_summary(call: Mapping[str, Any], found: FileCall | None, result: str,
-                    failed: bool = False) -> tuple[int, str] | None:
-    """One line for a tool call and what it returned, with its priority (``failed``: the transcript marks it so)."""
-    tool, arguments = call_name(call), call_arguments(call)
-    path = found[1] if found is not None else _path(arguments)
-    lines = result.count("\n") + (not result.endswith("\n")) if result else 0
-    result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
-    # Files' text may quote errors: only a read or search whose output opens with one failed.
-    quoting = quotes_files(call)
-    error = (opening_error_line(result) if quoting else first_error_line(result)) if result else None
-    if failed and not error:  # an error in words of its own ("no changes were necessary")
-        error = next((ln.strip() for ln in result.splitlines() if ln.strip()), "") or "failed"
-    if found is not None and found[0] == "read":
-        if error:
-            return ERROR, f"- {tool}({path}): {_one_line(error, SAY_CHARS)}"
-        held = contents(path, result)
-        if not held:
-            return None  # the summary's "Files read" list names it
-        return READ, f"- read {path} ({lines} lines): {held}"
-    patched = patch_files(call)
-    if found is not None or patched:
-        path = ", ".join(patched) or path
-        if error:
-            return ERROR, f"- changing {path} failed: {_one_line(error, SAY_CHARS)}"
-        new = arguments.get("new_string", arguments.get("new_str", arguments.get("content", "")))
-        if patched:  # the lines the patch adds
-            new = "\n".join(line[1:] for line in patch_text(call).splitlines() if line.startswith("+"))
-        held = contents(path, str(new)) if new and len(patched) <= 1 else ""
-        if not held:
-            return (CHANGE, f"- changed {path}") if len(patched) > 1 else None  # else the "Files changed" list names it
-        return CHANGE, f"- changed {path}: {held}"
-    if tool in SHELL_TOOLS:
-        command = _command(arguments)
-        if error:
-            return ERROR, f"- ran `{command}`: {_one_line(error, SAY_CHARS)}"
-        last = next((ln.strip() for ln in reversed(result.splitlines()) if ln.strip()), "") if result else ""
-        outcome = f" → {_one_line(last, 100)}" if last else ""
-        return COMMAND, f"- ran `{command}`{outcome}"
-    target = path or next((_one_line(str(v), 60) for v in arguments.values() if isinstance(v, str) and v.strip()), "")
-    if error:
-        return ERROR, f"- {tool}({target}): {_one_line(error, SAY_CHARS)}"
-    gist = "" if quoting else record_gist(result, string_values(arguments))  # the ids the next calls pass on
-    if gist:
-        return COMMAND, f"- {tool}({target}) → {gist}"
-    return (COMMAND, f"- {tool}({target})") if target else None  # "- TodoWrite()" would say nothing
 
 
 TOPIC_CHARS = 60
@@ -209,11 +136,11 @@ def _statements(message: Mapping[str, Any], add: Callable[[int, str], None]) -> 
         remark = remark or next(((who, s) for s in found if says_something(s)), None)
         facts += [(who, fact) for fact in value_statements(head(text), FACTS_PER_MESSAGE, from_tool=False)]
     if decided:
-        add(FACT, f"- {decided[0]}: {_one_line(decided[1], SAY_CHARS)}")
+        add(FACT, f"- {decided[0]}: {one_line(decided[1], SAY_CHARS)}")
     if remark and remark != decided:
-        add(REMARK, f"- {remark[0]}: {_one_line(remark[1], SAY_CHARS)}")
+        add(REMARK, f"- {remark[0]}: {one_line(remark[1], SAY_CHARS)}")
     for who, fact in [f for f in facts if f not in (remark, decided)][:FACTS_PER_MESSAGE]:
-        add(FACT, f"- {who}: {_one_line(fact, PASSAGE_CHARS)}")
+        add(FACT, f"- {who}: {one_line(fact, PASSAGE_CHARS)}")
     return f"{said}\n{thought}"
 
 
@@ -230,7 +157,7 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
     for call in tool_calls(message):
         result = results.get(str(call.get("id")), "")
         found = classify(call)
-        line = _result_summary(call, found, result, str(call.get("id")) in failed)
+        line = result_line(call, found, result, str(call.get("id")) in failed)
         kinds.add("technical_detail")
         if line is not None:
             add(*line)
@@ -239,7 +166,7 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
         if found is not None and found[0] == "write":
             continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
         for fact in value_statements(result, 2, from_tool=True):
-            add(FACT, f"- {call_name(call)} output: {_one_line(fact, FACT_CHARS)}")
+            add(FACT, f"- {call_name(call)} output: {one_line(fact, FACT_CHARS)}")
 
 
 # What an assistant message gave: the message, which of its calls' results were read, its lines and kinds.
@@ -316,22 +243,22 @@ class _SpanReader:
             elif role == "user" and text.strip():
                 turn += 1
                 if position == 0 and first_turn == 1:  # the span opens the conversation: its task
-                    topic = _one_line(text, TOPIC_CHARS)
-                asked = _one_line(text, ASK_CHARS)
+                    topic = one_line(text, TOPIC_CHARS)
+                asked = one_line(text, ASK_CHARS)
                 add(self._request_priority(text, position, requests), f"- user asked (turn {turn}): {asked}")
                 # The statements the request line leaves out, whole (not from its 400th character on).
                 shown = asked.rstrip("…")
                 beyond = [fact for fact in value_statements(head(text), FACTS_PER_MESSAGE * 2, from_tool=False)
                           if len(asked) >= ASK_CHARS and fact not in shown]
                 for fact in beyond[:FACTS_PER_MESSAGE]:
-                    add(FACT, f"- user: {_one_line(fact, PASSAGE_CHARS)}")
+                    add(FACT, f"- user: {one_line(fact, PASSAGE_CHARS)}")
             elif role in ("tool", "function"):
                 error = first_error_line(text)  # a result whose call is not in the span
                 if error:
-                    add(ERROR, f"- error: {_one_line(error, SAY_CHARS)}")
+                    add(ERROR, f"- error: {one_line(error, SAY_CHARS)}")
                     self.kinds.add("error")
             elif role in ("system", "developer") and text.strip():
-                add(REMARK, f"- note: {_one_line(text, SAY_CHARS)}")
+                add(REMARK, f"- note: {one_line(text, SAY_CHARS)}")
         self.opening_request = topic
         self.unread = len(self.assistants)  # the oldest assistant messages, not read yet
 
