@@ -12,6 +12,7 @@ newest-that-fit and clear-3-then-newest at the same budgets.
 
     python bench/peer_summary.py                  # every boundary in ../shared/realdata
     python bench/peer_summary.py --json out.json --out table.md --only 76_
+    python bench/peer_summary.py --compact-options "-s clear_tool_results:keep_pairs=1"   # a lever
 
 Everything but the timing is deterministic. See bench/README.md ("peer_summary.py").
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -213,8 +215,9 @@ def summary_stats(output: Sequence[Message]) -> dict[str, float]:
 # -- one boundary -----------------------------------------------------------------------------
 
 
-def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[str, Any]:
-    """Every row of one boundary, and the needles only the peer or only compact kept."""
+def evaluate(boundary: Boundary, work: Path, timing: dict[str, float], options: Sequence[str] = ()) -> dict[str, Any]:
+    """Every row of one boundary, and the needles only the peer or only compact kept; ``options``: more
+    `compact` options for its rows (--compact-options)."""
     stem = boundary.label.replace("#", "-")
     prefix_path = work / f"{stem}-prefix.jsonl"
     prefix_path.write_bytes(b"\n".join(boundary.prefix_lines) + b"\n")
@@ -229,7 +232,7 @@ def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[s
     budget = count([summary])[0]
     methods: dict[str, dict[str, Any]] = {PEER: score_output([summary], needles, budget)}
     for multiple in MULTIPLES:
-        for name, run in method_runs(prefix_path, work / f"{stem}-out{multiple}.jsonl").items():
+        for name, run in method_runs(prefix_path, work / f"{stem}-out{multiple}.jsonl", options).items():
             started = time.perf_counter()
             output = run(prefix, multiple * budget)
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - started
@@ -250,9 +253,11 @@ def evaluate(boundary: Boundary, work: Path, timing: dict[str, float]) -> dict[s
     }
 
 
-def method_runs(prefix_path: Path, out: Path) -> dict[str, Callable[[list[Message], int], list[Message]]]:
+def method_runs(
+    prefix_path: Path, out: Path, options: Sequence[str] = ()
+) -> dict[str, Callable[[list[Message], int], list[Message]]]:
     runs: dict[str, Callable[[list[Message], int], list[Message]]] = {
-        "compact": lambda _prefix, budget: run_compact(prefix_path, budget, [], out)
+        "compact": lambda _prefix, budget: run_compact(prefix_path, budget, options, out)
     }
     for name, baseline in BASELINES.items():
         runs[name] = lambda prefix, budget, baseline=baseline: baseline(unpinned(prefix), budget)
@@ -303,12 +308,20 @@ def kept_by_one(
 # -- main -------------------------------------------------------------------------------------
 
 
+def compact_refusal(error: RuntimeError) -> str:
+    """compact's own one-line error out of run_compact's "compact ARGV exited N: STDERR"."""
+    stderr = str(error).partition(": ")[2] or str(error)
+    return next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DATA, help="the folder of Claude Code logs with compactions")
     parser.add_argument("--only", action="append", default=[], help="only logs whose name holds this (repeatable)")
     parser.add_argument("--json", type=Path, help="write every boundary's rows, the table and the loss map as JSON")
     parser.add_argument("--out", type=Path, help="also write the markdown report to this file")
+    parser.add_argument("--compact-options", type=shlex.split, default=[], metavar='"OPTIONS"',
+                        help='more options for every compact row, to measure a lever: "-s NAME:key=value ..."')
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"peer_summary: no logs at {args.data} (--data DIR)", file=sys.stderr)
@@ -329,9 +342,13 @@ def main(argv: list[str] | None = None) -> int:
                     skipped.append({"label": boundary.label, "why": boundary.why})
                     continue
                 try:
-                    rows.append(evaluate(boundary, Path(folder), timing))
+                    rows.append(evaluate(boundary, Path(folder), timing, args.compact_options))
                 except CompactError as error:  # a log compact cannot read: said, not a traceback
                     skipped.append({"label": boundary.label, "why": str(error)})
+                except RuntimeError as error:  # compact refused the options: every boundary would
+                    print(f"peer_summary: --compact-options: {compact_refusal(error)}; see `compact run --help`",
+                          file=sys.stderr)
+                    return 2
     timing["all"] = time.perf_counter() - started
     table = aggregate(rows)
     losses = loss_map(rows)
@@ -339,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     few = [r["label"] for r in rows if r["needles"] < MIN_NEEDLES]
     report += f"\n{len(rows)} boundaries of {len({r['label'].split('#')[0] for r in rows})} logs measured"
     report += f" ({len(few)} with under {MIN_NEEDLES} needles left out of the means)" if few else ""
+    if args.compact_options:
+        report += f" (compact options: {shlex.join(args.compact_options)})"
     report += "; skipped:\n" if skipped else ".\n"
     report += "".join(f"- {s['label']}: {s['why']}\n" for s in skipped)
     print(report)

@@ -93,3 +93,29 @@ def test_a_bare_list_of_names_is_told_from_a_line_a_model_can_act_on(peer) -> No
     assert not peer.bare_line("- read cmd/cli/state.go (54 lines): defines SessionState, WorktreeID")
     assert not peer.bare_line("- assistant: The issue is in the `GetRewindPoints` function.")
     assert not peer.bare_line("Files read: cmd/cli/resume.go")  # one name is a pointer, not a list
+
+
+def test_compact_options_change_what_the_compact_rows_run_and_the_report_says_so(peer, tmp_path) -> None:
+    """--compact-options measures a lever (another strategy list, a parameter) on the same boundaries."""
+    folder = REALDATA / "claude-code-compactions"
+    if not folder.is_dir():
+        pytest.skip("../shared/realdata/claude-code-compactions is not beside this checkout")
+    target = tmp_path / "window.json"
+    argv = ["--data", str(folder), "--only", "5e_", "--json", str(target),
+            "--compact-options", "-s sliding_window"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(io.StringIO()):
+        assert peer.main(argv) == 0
+    rows = json.loads(target.read_text())["boundaries"]
+    # a window alone writes no summary of compact's own: the default list would
+    assert all(r["methods"]["compact 1×B"]["summary_share"] == 0 for r in rows)
+    assert "compact options: -s sliding_window" in printed.getvalue()
+
+
+def test_compact_options_that_compact_refuses_are_one_line_not_a_traceback(peer, capsys) -> None:
+    folder = REALDATA / "claude-code-compactions"
+    if not folder.is_dir():
+        pytest.skip("../shared/realdata/claude-code-compactions is not beside this checkout")
+    assert peer.main(["--data", str(folder), "--only", "5e_", "--compact-options", "-s no_such_strategy"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no_such_strategy" in err[0]
