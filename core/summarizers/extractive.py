@@ -187,6 +187,9 @@ def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str], read
 
 # An assistant message's lines are ordered by its position: room for this many lines of one message.
 _PER_MESSAGE = 1 << 20
+# Of a span's results (newest first), so many are read for lines to quote: each costs a scan of
+# its lines, and older quotes rank after the newer ones the summary keeps first.
+QUOTED_RESULTS = 48
 # Assistant messages are read newest first: this many before the choice is first tried, then
 # twice as many each time, only while an older one's lines could still be chosen.
 FIRST_READ = 64
@@ -213,6 +216,7 @@ class _SpanReader:
                  names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
         self.messages = messages
         self.mentions = Mentions(messages, names)
+        self.quoted = 0  # results read for lines to quote (QUOTED_RESULTS at most)
         pairing = pair_calls(messages)
         self.results = _newest_results(messages, pairing, failed)
         self.earlier = dict(given) if given is not None else {}
@@ -305,7 +309,10 @@ class _SpanReader:
         answers = self.results.get(position, _NO_ANSWERS)[0]
         for call in tool_calls(message):
             output = answers.get(str(call.get("id")))
-            for line in quoted_output(call, output or "", self.mentions, position):
+            if not output or self.quoted >= QUOTED_RESULTS:
+                continue
+            self.quoted += 1  # newest first: the summary keeps the newer quotes when room is short anyway
+            for line in quoted_output(call, output, self.mentions, position):
                 add(READ, line)
 
     def lines(self) -> list[_Line]:
