@@ -534,9 +534,9 @@ def test_a_long_span_is_read_only_as_far_back_as_its_summary_has_room(monkeypatc
     whole = ExtractiveSummarizer().summarize(request, counted).text
     assert [ln for ln in text.splitlines() if ln.startswith("- ")] == [ln for ln in whole.splitlines() if ln.startswith("- ")]
     assert "- user asked (turn 300)" in text and "- assistant: The cause is that handler_299 returns None" in text
-    assert "(1279 less important line(s) left out to stay within 600 tokens)" in whole
+    assert "(1103 less important line(s) left out to stay within 600 tokens)" in whole
     # The 300 requests and the newest 448 of the 900 assistant messages were read (ALWAYS_READ first).
-    assert "(877 less important line(s) and older details left out to stay within 600 tokens)" in text
+    assert "(751 less important line(s) and older details left out to stay within 600 tokens)" in text
     assert counted.count_text(text) <= 600
 
 
