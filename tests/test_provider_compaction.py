@@ -226,3 +226,13 @@ def test_the_system_prompt_before_the_block_is_still_sent_and_counted(tmp_path: 
         assert tokens(path, "anthropic") > tokens(ANTHROPIC, "anthropic") + 100
         run = invoke("validate", str(path), "--for", "anthropic")
         assert run.exit_code == 0, run.output
+
+
+def test_a_summary_is_not_credited_with_the_record_it_leaves_in_place(tmp_path: Path) -> None:
+    # The record stays (it is pinned, never folded): a summary beside it replaces only its span, so one
+    # larger than that span is skipped and the window meets the budget instead.
+    _, report = invoke_with_report(str(ANTHROPIC), "--max-tokens", "60", "--dry-run", tmp_path=tmp_path)
+    assert [s["strategy"] for s in report["skipped"]] == ["summarize"]
+    assert "would not be smaller than what it replaces" in report["skipped"][0]["reason"]
+    assert all(action["tokens_saved"] > 0 for action in report["actions"])
+    assert not report["over_budget"] and report["after"]["tokens"] < 60

@@ -382,9 +382,8 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
             if not removable:
                 return f"kept the span's only exchange ({len(kept)} messages) with its middle cut instead"
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
-    span_tokens = sum(workspace.messages[p].tokens for p in removable)
-    if composed.previous_at is not None:
-        span_tokens += workspace.messages[composed.previous_at].tokens
+    # An earlier summary left beside the new one (a provider's record, a pinned one) is not replaced.
+    span_tokens = sum(workspace.messages[p].tokens for p in removable) + _folded_tokens(workspace, composed.previous_at)
     if refit:
         composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed, memo) or composed
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
