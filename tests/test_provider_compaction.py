@@ -236,3 +236,18 @@ def test_a_summary_is_not_credited_with_the_record_it_leaves_in_place(tmp_path: 
     assert "would not be smaller than what it replaces" in report["skipped"][0]["reason"]
     assert all(action["tokens_saved"] > 0 for action in report["actions"])
     assert not report["over_budget"] and report["after"]["tokens"] < 60
+
+
+def test_a_system_line_before_the_block_is_read_and_not_among_the_lines_before(tmp_path: Path) -> None:
+    path, out = tmp_path / "with_system.jsonl", tmp_path / "out.jsonl"
+    path.write_bytes(b'{"system": "You are a billing bot."}\n' + ANTHROPIC.read_bytes())
+    run, report = invoke_with_report(str(path), "--to", "openai", "-o", str(out), "--table", tmp_path=tmp_path)
+    from core.io.schema_loader import validator
+
+    validator("report").validate(report)
+    assert report["format"]["provider_compaction"] == {"record": "Anthropic compaction block", "line": 7,
+                                                       "lines_before": 5}
+    assert all(loss["count"] > 0 for loss in report["format"]["losses"]), report["format"]["losses"]
+    assert "not messages" not in run.output and "-1" not in run.output  # (the table: on stderr with -o)
+    for said in (run.output, invoke("count", str(path)).stdout, invoke("stats", str(path)).stdout):
+        assert "the 5 lines before it" in " ".join(said.split())
