@@ -251,3 +251,14 @@ def test_a_system_line_before_the_block_is_read_and_not_among_the_lines_before(t
     assert "not messages" not in run.output and "-1" not in run.output  # (the table: on stderr with -o)
     for said in (run.output, invoke("count", str(path)).stdout, invoke("stats", str(path)).stdout):
         assert "the 5 lines before it" in " ".join(said.split())
+
+
+def test_the_live_part_line_says_no_lines_before_a_first_record_and_one_line_in_the_singular(tmp_path: Path) -> None:
+    first = " ".join(invoke("count", str(ANTHROPIC_FIRST)).stdout.split())
+    assert "provider compaction: Anthropic compaction block on line 1; counted from there on" in first
+    assert "lines before it" not in first and "the 0" not in first
+    one = tmp_path / "one.jsonl"
+    rows = raw_lines(ANTHROPIC)
+    one.write_bytes(b"".join(rows[4:]))  # a tool result whose call is gone, then the block
+    said = " ".join(invoke("stats", str(one)).stdout.split())
+    assert "the line before it is kept as it is and not counted" in said
