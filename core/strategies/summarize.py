@@ -80,10 +80,13 @@ class _Memo:
     summaries: list[int] | None = None
 
     def previous_summary(self, workspace: Workspace, before: int) -> int | None:
-        """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it)."""
+        """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it).
+
+        A provider's compaction record is none: it stays in place, read by the provider, so the new
+        summary neither folds it in nor repeats it."""
         if self.summaries is None:
-            self.summaries = [p for p in range(len(workspace.messages))
-                              if workspace.alive(p) and is_summary(workspace.messages[p])]
+            self.summaries = [p for p in range(len(workspace.messages)) if workspace.alive(p)
+                              and is_summary(workspace.messages[p]) and not is_provider_record(workspace.messages[p])]
         at = bisect.bisect_left(self.summaries, before)
         return self.summaries[at - 1] if at else None
 
@@ -280,8 +283,6 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
-    if previous_at is not None and is_provider_record(workspace.messages[previous_at]):
-        previous_text = "\n" + previous_text  # a provider's summary has no marker line: all of it is the body
     previous = parse_previous(previous_text)
     facts = list(dict.fromkeys([*previous.facts, *extract_facts(span)]))[-MAX_FACTS:]
     # Turns are numbered from the start of the conversation: an earlier summary already covers some.
