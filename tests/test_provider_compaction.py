@@ -188,17 +188,24 @@ def test_validate_names_a_malformed_compaction_block(tmp_path: Path) -> None:
     assert run.exit_code == 1 and f"{bad}:1: " in said and "a compaction block holds content" in said
 
 
+def with_turns_after_the_block(turns: int, tmp_path: Path) -> tuple[list[dict[str, Any]], Path]:
+    """The Anthropic fixture with ``turns`` more turns after its block: a live part long enough to summarize."""
+    rows = [json.loads(line) for line in raw_lines(ANTHROPIC)]
+    for n in range(4, 4 + turns):
+        rows += [{"role": "assistant", "content": [{"type": "text", "text": f"Step {n}: " + "checking the ledger. " * 30}]},
+                 {"role": "user", "content": f"Continue with step {n + 1}."}]
+    source = tmp_path / "long.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows, source
+
+
 @pytest.mark.parametrize(("turns", "budget"), [(4, 150), (4, 200), (4, 300), (6, 400)])
 def test_a_later_summary_leaves_the_record_in_place_and_does_not_repeat_it(turns: int, budget: int,
                                                                           tmp_path: Path) -> None:
     # The record stays where it is, read by the provider: compact's summary beside it is of the
     # summarized lines only (a copy of the record's text, cut to fit, was what it said before).
-    rows = [json.loads(line) for line in raw_lines(ANTHROPIC)]
-    for n in range(4, 4 + turns):  # a live part long enough to summarize
-        rows += [{"role": "assistant", "content": [{"type": "text", "text": f"Step {n}: " + "checking the ledger. " * 30}]},
-                 {"role": "user", "content": f"Continue with step {n + 1}."}]
-    source, out = tmp_path / "long.jsonl", tmp_path / "out.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows, source = with_turns_after_the_block(turns, tmp_path)
+    out = tmp_path / "out.jsonl"
     assert invoke(str(source), "--max-tokens", str(budget), "-o", str(out)).exit_code == 0
     written = [json.loads(line) for line in raw_lines(out)]
     assert written[5]["content"] == [rows[5]["content"][0]]  # the block, alone now: its reply was summarized
@@ -267,3 +274,14 @@ def test_the_live_part_line_says_no_lines_before_a_first_record_and_one_line_in_
     one.write_bytes(b"".join(rows[4:]))  # a tool result whose call is gone, then the block
     said = " ".join(invoke("stats", str(one)).stdout.split())
     assert "the line before it is kept as it is and not counted" in said
+
+
+@pytest.mark.parametrize("budget", [200, 300])
+def test_a_summary_over_its_room_takes_a_longer_span_rather_than_leave_the_run_over_budget(budget: int,
+                                                                                          tmp_path: Path) -> None:
+    # The record and the task are pinned: the summary (its header, its smallest digest) came out over
+    # its room, the span chosen for the room was too short, and sliding_window then cut far below the budget.
+    _, source = with_turns_after_the_block(4, tmp_path)
+    _, report = invoke_with_report(str(source), "--max-tokens", str(budget), "--dry-run", tmp_path=tmp_path)
+    assert [a["strategy"] for a in report["actions"]] == ["clamp_oversized_messages", "summarize"]
+    assert 0.85 * budget < report["after"]["tokens"] < budget

@@ -375,6 +375,12 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
+    elif refit and not _reaches(workspace, removable, composed.tokens - _folded_tokens(workspace, composed.previous_at)):
+        # The summary came out over its room (its header, its smallest digest): the span takes what it still needs.
+        longer = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        if not set(longer) <= set(removable):
+            removable = sorted({*removable, *longer})
+            composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
         kept = _keep_newest_partly(workspace, removable, added, OMITTED in composed.summary["content"])
