@@ -69,9 +69,11 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
 def live_part_line(live: dict[str, Any]) -> str:
     """What a provider compaction record leaves live (the report's and `compact stats`'s line)."""
     before = live["lines_before"]
-    lines = "the line" if before == 1 else f"the {before:,} lines"
-    return (f"provider compaction: {live['record']} on line {live['line']:,}; counted from there on, "
-            f"{lines} before it kept as they are and not counted (the provider no longer reads them)")
+    said = f"provider compaction: {live['record']} on line {live['line']:,}; counted from there on"
+    if not before:  # the record opens the file: nothing before it to speak of
+        return said
+    kept = "the line before it is kept as it is" if before == 1 else f"the {before:,} lines before it kept as they are"
+    return f"{said}, {kept} and not counted (the provider no longer reads them)"
 
 
 def _format_line(fmt: dict[str, Any]) -> Text:

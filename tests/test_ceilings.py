@@ -21,7 +21,7 @@ MAX_PARAMETERS = 12
 # Known excess, each at today's figure so it cannot grow (the test says when an entry can go).
 MODULE_LINES_ALLOWED: dict[str, int] = {}
 BODY_LINES_ALLOWED = {
-    "core/strategies/summarize.py:_compose": 68,
+    "core/strategies/summarize.py:_compose": 66,
 }
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef

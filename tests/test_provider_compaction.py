@@ -188,19 +188,31 @@ def test_validate_names_a_malformed_compaction_block(tmp_path: Path) -> None:
     assert run.exit_code == 1 and f"{bad}:1: " in said and "a compaction block holds content" in said
 
 
-def test_a_later_summary_folds_the_record_in_and_leaves_it_in_place(tmp_path: Path) -> None:
+def with_turns_after_the_block(turns: int, tmp_path: Path) -> tuple[list[dict[str, Any]], Path]:
+    """The Anthropic fixture with ``turns`` more turns after its block: a live part long enough to summarize."""
     rows = [json.loads(line) for line in raw_lines(ANTHROPIC)]
-    for n in range(4, 10):  # a live part long enough to summarize
+    for n in range(4, 4 + turns):
         rows += [{"role": "assistant", "content": [{"type": "text", "text": f"Step {n}: " + "checking the ledger. " * 30}]},
                  {"role": "user", "content": f"Continue with step {n + 1}."}]
-    source, out = tmp_path / "long.jsonl", tmp_path / "out.jsonl"
+    source = tmp_path / "long.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert invoke(str(source), "--max-tokens", "400", "-o", str(out)).exit_code == 0
+    return rows, source
+
+
+@pytest.mark.parametrize(("turns", "budget"), [(4, 150), (4, 200), (4, 300), (6, 400)])
+def test_a_later_summary_leaves_the_record_in_place_and_does_not_repeat_it(turns: int, budget: int,
+                                                                          tmp_path: Path) -> None:
+    # The record stays where it is, read by the provider: compact's summary beside it is of the
+    # summarized lines only (a copy of the record's text, cut to fit, was what it said before).
+    rows, source = with_turns_after_the_block(turns, tmp_path)
+    out = tmp_path / "out.jsonl"
+    assert invoke(str(source), "--max-tokens", str(budget), "-o", str(out)).exit_code == 0
     written = [json.loads(line) for line in raw_lines(out)]
     assert written[5]["content"] == [rows[5]["content"][0]]  # the block, alone now: its reply was summarized
-    [summary] = [r["content"] for r in written if str(r["content"]).startswith("CUCA summary")]
-    assert "Next: the credit-note path." in summary and written.index(next(
-        r for r in written if r["content"] == summary)) > 5
+    [at] = [n for n, r in enumerate(written) if str(r["content"]).startswith("CUCA summary")]
+    summary = written[at]["content"]
+    assert at > 5 and "Continue with step" in summary
+    assert not any(words in summary for words in ("The user asked", "round_half_even", "120 billing tests")), summary
 
 
 def test_a_rollout_that_records_the_compaction_item_itself_is_read_from_it(tmp_path: Path) -> None:
@@ -226,3 +238,50 @@ def test_the_system_prompt_before_the_block_is_still_sent_and_counted(tmp_path: 
         assert tokens(path, "anthropic") > tokens(ANTHROPIC, "anthropic") + 100
         run = invoke("validate", str(path), "--for", "anthropic")
         assert run.exit_code == 0, run.output
+
+
+def test_a_summary_is_not_credited_with_the_record_it_leaves_in_place(tmp_path: Path) -> None:
+    # The record stays (it is pinned, never folded): a summary beside it replaces only its span, so one
+    # larger than that span is skipped and the window meets the budget instead.
+    _, report = invoke_with_report(str(ANTHROPIC), "--max-tokens", "60", "--dry-run", tmp_path=tmp_path)
+    assert [s["strategy"] for s in report["skipped"]] == ["summarize"]
+    assert "would not be smaller than what it replaces" in report["skipped"][0]["reason"]
+    assert all(action["tokens_saved"] > 0 for action in report["actions"])
+    assert not report["over_budget"] and report["after"]["tokens"] < 60
+
+
+def test_a_system_line_before_the_block_is_read_and_not_among_the_lines_before(tmp_path: Path) -> None:
+    path, out = tmp_path / "with_system.jsonl", tmp_path / "out.jsonl"
+    path.write_bytes(b'{"system": "You are a billing bot."}\n' + ANTHROPIC.read_bytes())
+    run, report = invoke_with_report(str(path), "--to", "openai", "-o", str(out), "--table", tmp_path=tmp_path)
+    from core.io.schema_loader import validator
+
+    validator("report").validate(report)
+    assert report["format"]["provider_compaction"] == {"record": "Anthropic compaction block", "line": 7,
+                                                       "lines_before": 5}
+    assert all(loss["count"] > 0 for loss in report["format"]["losses"]), report["format"]["losses"]
+    assert "not messages" not in run.output and "-1" not in run.output  # (the table: on stderr with -o)
+    for said in (run.output, invoke("count", str(path)).stdout, invoke("stats", str(path)).stdout):
+        assert "the 5 lines before it" in " ".join(said.split())
+
+
+def test_the_live_part_line_says_no_lines_before_a_first_record_and_one_line_in_the_singular(tmp_path: Path) -> None:
+    first = " ".join(invoke("count", str(ANTHROPIC_FIRST)).stdout.split())
+    assert "provider compaction: Anthropic compaction block on line 1; counted from there on" in first
+    assert "lines before it" not in first and "the 0" not in first
+    one = tmp_path / "one.jsonl"
+    rows = raw_lines(ANTHROPIC)
+    one.write_bytes(b"".join(rows[4:]))  # a tool result whose call is gone, then the block
+    said = " ".join(invoke("stats", str(one)).stdout.split())
+    assert "the line before it is kept as it is and not counted" in said
+
+
+@pytest.mark.parametrize("budget", [200, 300])
+def test_a_summary_over_its_room_takes_a_longer_span_rather_than_leave_the_run_over_budget(budget: int,
+                                                                                          tmp_path: Path) -> None:
+    # The record and the task are pinned: the summary (its header, its smallest digest) came out over
+    # its room, the span chosen for the room was too short, and sliding_window then cut far below the budget.
+    _, source = with_turns_after_the_block(4, tmp_path)
+    _, report = invoke_with_report(str(source), "--max-tokens", str(budget), "--dry-run", tmp_path=tmp_path)
+    assert [a["strategy"] for a in report["actions"]] == ["clamp_oversized_messages", "summarize"]
+    assert 0.85 * budget < report["after"]["tokens"] < budget

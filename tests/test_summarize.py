@@ -967,3 +967,18 @@ def test_compacting_a_compacted_session_again_fills_the_budget(budget: int, samp
     assert [e["strategy"] for e in report["removed"]] and {e["strategy"] for e in report["removed"]} <= {"summarize"}
     assert sum(str(m["content"]).startswith("CUCA summary:") for m in read_messages(twice.read_text())) == 1
     assert 0.95 * budget <= report["after"]["tokens"] < budget
+
+
+def test_a_pinned_summary_left_beside_the_new_one_is_not_counted_as_replaced(tmp_path: Path) -> None:
+    # Without a trace (the seed preset) a summary the user keeps stays where it is: a new summary that
+    # is not smaller than its own span saves nothing (it was credited with the kept one's tokens).
+    earlier = "CUCA summary: turns 1-3 (lines 2-9, 8 messages) summarized by extractive.\n" + \
+        "- user asked: fix the ledger rounding in src/ledger.py and rerun the tests.\n" * 12
+    turns = [msg("system", "You are a billing bot."), msg("system", earlier)]
+    for n in range(1, 5):
+        turns += [msg("user", f"Step {n}: check the ledger."), msg("assistant", f"Checked step {n}: ok.")]
+    _, report = invoke_with_report(str(write_messages(tmp_path / "t.jsonl", turns)), "--preset", "seed",
+                                   "--summarizer", "extractive", "--keep", "line:2", "--max-tokens", "240",
+                                   "-s", "summarize:turns=3,max_tokens=100", "--dry-run", tmp_path=tmp_path)
+    assert report["actions"] == [] and [s["strategy"] for s in report["skipped"]] == ["summarize"]
+    assert report["after"]["tokens"] == report["before"]["tokens"]

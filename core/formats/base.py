@@ -242,7 +242,7 @@ class Codec:
 
     def unread(self, decoded: Decoded) -> list[tuple[str, int]]:
         """What of ``decoded`` holds no message (a conversion to another format cannot carry it), and how many."""
-        message_lines = {n for m in decoded.messages for n in m.extra.get("origin", ())}
+        message_lines = _message_lines(decoded)
         count = sum(1 for line in decoded.lines if line.data is not None and line.number not in message_lines)
         return [(f"{self.title} lines that are not messages", count)]
 
@@ -257,8 +257,16 @@ def live_part(decoded: Decoded) -> dict[str, Any] | None:
     record = next((m for m in decoded.messages if m.extra.get(PROVIDER_RECORD)), None)
     if record is None or record.line is None:
         return None
-    before = sum(1 for line in decoded.lines if line.data is not None and line.number < record.line)
+    # A line before it that the reader reads (a system prompt, which is still sent) is not among them.
+    message_lines = _message_lines(decoded)
+    before = sum(1 for line in decoded.lines
+                 if line.data is not None and line.number < record.line and line.number not in message_lines)
     return {"record": record.extra[PROVIDER_RECORD], "line": record.line, "lines_before": before}
+
+
+def _message_lines(decoded: Decoded) -> set[int]:
+    """The lines the messages of ``decoded`` were read from."""
+    return {n for m in decoded.messages for n in m.extra.get("origin", ())}
 
 
 def unread_before(unread: list[tuple[str, int]], decoded: Decoded, what: str) -> list[tuple[str, int]]:

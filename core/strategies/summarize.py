@@ -80,10 +80,13 @@ class _Memo:
     summaries: list[int] | None = None
 
     def previous_summary(self, workspace: Workspace, before: int) -> int | None:
-        """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it)."""
+        """The nearest earlier summary before ``before`` (inside the span too: a pinned message may precede it).
+
+        A provider's compaction record is none: it stays in place, read by the provider, so the new
+        summary neither folds it in nor repeats it."""
         if self.summaries is None:
-            self.summaries = [p for p in range(len(workspace.messages))
-                              if workspace.alive(p) and is_summary(workspace.messages[p])]
+            self.summaries = [p for p in range(len(workspace.messages)) if workspace.alive(p)
+                              and is_summary(workspace.messages[p]) and not is_provider_record(workspace.messages[p])]
         at = bisect.bisect_left(self.summaries, before)
         return self.summaries[at - 1] if at else None
 
@@ -280,8 +283,6 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     span = [original_data(workspace.messages[p]) for p in removable]
     previous_at = memo.previous_summary(workspace, removable[-1] + 1)
     previous_text = content_text(workspace.messages[previous_at].data) if previous_at is not None else ""
-    if previous_at is not None and is_provider_record(workspace.messages[previous_at]):
-        previous_text = "\n" + previous_text  # a provider's summary has no marker line: all of it is the body
     previous = parse_previous(previous_text)
     facts = list(dict.fromkeys([*previous.facts, *extract_facts(span)]))[-MAX_FACTS:]
     # Turns are numbered from the start of the conversation: an earlier summary already covers some.
@@ -374,6 +375,12 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
+    elif refit and not _reaches(workspace, removable, composed.tokens - _folded_tokens(workspace, composed.previous_at)):
+        # The summary came out over its room (its header, its smallest digest): the span takes what it still needs.
+        longer = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        if not set(longer) <= set(removable):
+            removable = sorted({*removable, *longer})
+            composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
         kept = _keep_newest_partly(workspace, removable, added, OMITTED in composed.summary["content"])
@@ -382,9 +389,8 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
             if not removable:
                 return f"kept the span's only exchange ({len(kept)} messages) with its middle cut instead"
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
-    span_tokens = sum(workspace.messages[p].tokens for p in removable)
-    if composed.previous_at is not None:
-        span_tokens += workspace.messages[composed.previous_at].tokens
+    # An earlier summary left beside the new one (a provider's record, a pinned one) is not replaced.
+    span_tokens = sum(workspace.messages[p].tokens for p in removable) + _folded_tokens(workspace, composed.previous_at)
     if refit:
         composed = _top_up(workspace, summarizer, removable, digest, span_tokens, composed, memo) or composed
     # Under a message budget a summary pays off by its count alone; under a token budget it must be smaller.
