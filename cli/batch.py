@@ -77,7 +77,7 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
-    report = _report_target(report)
+    report = _report_target(report, out)
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
     config = settings.build()
     _check_settings(config)
@@ -97,9 +97,7 @@ def batch(
     rows = _run(tasks, engine=engine, jobs=jobs, ray_address=ray_address, fail_fast=fail_fast, quiet=quiet)
     document = batch_report(tasks, rows, config=config, out=str(out), engine=engine, jobs=jobs,
                             seconds=time.perf_counter() - started, skipped=skipped)
-    from cli.output import write_json
-
-    write_json(document.to_dict(), report)
+    _write_report(document.to_dict(), report, out)
     if not dry_run:
         flags.save_graph(options)
     else:
@@ -128,8 +126,9 @@ def batch(
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)
 
 
-def _report_target(report: str | None) -> str | None:
-    """Where --report goes: None, "-" (stdout; the table then on stderr) or a file, checked now."""
+def _report_target(report: str | None, out: Path) -> str | None:
+    """Where --report goes: None, "-" (stdout; the table then on stderr) or a file, checked now
+    (a folder inside --out may not exist yet: the batch makes it)."""
     from core.io.staged import names_stdout
 
     if report is not None and names_stdout(report):
@@ -137,8 +136,18 @@ def _report_target(report: str | None) -> str | None:
     if report not in (None, "-"):  # before any input is compacted, not once they all are
         from cli.output import check_output_target
 
-        check_output_target("--report", report)
+        check_output_target("--report", report, created=out)
     return report
+
+
+def _write_report(document: dict[str, Any], report: str | None, out: Path) -> None:
+    """The report to its target; its folder inside --out is made when no output made it (a dry run,
+    every input failed, a subfolder no input maps to)."""
+    from cli.output import inside_folder, write_json
+
+    if report not in (None, "-") and inside_folder(report, out):
+        os.makedirs(os.path.dirname(os.path.realpath(report)), exist_ok=True)
+    write_json(document, report)
 
 
 def _run(tasks: list[Any], *, engine: str, jobs: int | None, ray_address: str | None, fail_fast: bool,

@@ -35,18 +35,40 @@ def write_json(document: Any, target: str | None) -> None:
     atomic_write_bytes(target, json_bytes(document))
 
 
-def check_output_target(option: str, path: str | os.PathLike[str]) -> None:
+def check_output_target(option: str, path: str | os.PathLike[str], *,
+                        created: str | os.PathLike[str] | None = None) -> None:
     """Refuse, before anything runs, an output path ``option`` names that cannot be written: a folder,
     a path in a missing or read-only folder, a path under a file. Found only when writing, such a
-    target failed the run after the transcript had gone to stdout."""
+    target failed the run after the transcript had gone to stdout. A missing folder inside
+    ``created`` (a folder the command makes, as batch its --out) is fine if it can be made."""
     from core.errors import OutputError
     from core.io.staged import open_descriptor
 
     if open_descriptor(path) is not None:
         return  # a stream (/dev/stdout, /dev/fd/3): written as it stands
-    problem = _unwritable(option, Path(os.path.realpath(path)), str(path))
+    target = Path(os.path.realpath(path))
+    if created is not None and not target.parent.exists() and inside_folder(target.parent, created):
+        problem = _uncreatable(option, target.parent)  # the command makes the folders, then writes
+    else:
+        problem = _unwritable(option, target, str(path))
     if problem is not None:
         raise OutputError(f"cannot write: {problem[0]}", path=str(path), fix=problem[1])
+
+
+def inside_folder(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` lies inside ``folder`` (either may not exist yet)."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def _uncreatable(option: str, folder: Path) -> tuple[str, str] | None:
+    """Why the missing ``folder`` cannot be made, and the fix; None when it can."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder", f"give {option} a path inside a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable", f"give {option} a path in a folder you can write"
+    return None
 
 
 def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None:
