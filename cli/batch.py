@@ -111,6 +111,7 @@ def batch(
     elif not quiet:
         for line in skipped_lines(document.skipped) + lines_left_out(document.rows):
             sys.stderr.write(f"compact: {line}\n")
+    _judge_tool_rules(document.rows, quiet=quiet)
     totals = document.totals
     if totals.failed:
         stopped = f"; --fail-fast stopped the run, {totals.not_run:,} not run" if totals.not_run else ""
@@ -124,6 +125,20 @@ def batch(
         sys.stderr.write(f"compact: error: the summarizer failed on {totals.summary_failed:,} of {totals.inputs:,} inputs:"
                          " they were written without a summary (the report's rows say which; a rerun tries them again)\n")
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)
+
+
+def _judge_tool_rules(rows: list[Any], *, quiet: bool) -> None:
+    """A `tool:` keep rule may pin nothing in some inputs (a warning, unless -q), not in every input read."""
+    from core.batch.runner import FAILED, unpinned_rules
+
+    read = sum(row.status != FAILED for row in rows)
+    for rule, inputs in unpinned_rules(rows).items():
+        if len(inputs) == read:
+            path, why = inputs[0]
+            raise ConfigError(f"keep rule {rule!r} pins nothing in any of the {read:,} inputs; in the first, {path}: {why}")
+        if not quiet:
+            sys.stderr.write(f"compact: warning: keep rule {rule!r} pinned nothing in {len(inputs):,} of {read:,} "
+                             "inputs (the report's rows say which)\n")
 
 
 def _report_target(report: str | None, out: Path) -> str | None:

@@ -41,3 +41,51 @@ def test_a_batch_report_in_a_missing_folder_outside_out_is_still_refused(tmp_pat
                     str(tmp_path / "elsewhere" / "batch.json"), "--jobs", "1", "-q")
     assert result.exit_code == 2, result.output
     assert "does not exist" in result.stderr and not out.exists()
+
+
+# -- a tool: keep rule in a batch: per input it may pin nothing -------------------------
+
+
+def test_a_batch_tool_rule_that_some_inputs_lack_does_not_fail_them(realdata: Path, tmp_path: Path) -> None:
+    """Two of the four Claude Code sessions call TodoWrite: the other two failed ("pins nothing"), exit 1."""
+    out = tmp_path / "b"
+    result = invoke("batch", str(realdata / "claude-code"), "-k", "tool:TodoWrite", "--out", str(out), "--jobs", "1",
+                    "--no-table", "--report", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "compact: warning: keep rule 'tool:TodoWrite' pinned nothing in 2 of 4 inputs (the report's rows say which)\n"
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert sorted(len(row["unpinned_rules"]) for row in rows) == [0, 0, 1, 1]
+    assert len(list(out.glob("*.jsonl"))) == 4
+    quiet = invoke("batch", str(realdata / "claude-code"), "-k", "tool:TodoWrite", "--out", str(out), "--jobs", "1", "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output  # up to date: the rows remember, -q says nothing
+
+
+def test_a_batch_tool_rule_that_pins_nothing_in_every_input_is_an_error(realdata: Path, tmp_path: Path) -> None:
+    result = invoke("batch", str(realdata / "claude-code"), "-k", "tool:bash", "--out", str(tmp_path / "b"),
+                    "--jobs", "1", "-q")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("compact: error: keep rule 'tool:bash' pins nothing in any of the 4 inputs"), result.stderr
+    assert "did you mean tool:Bash?" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+# -- a tool: keep rule on a conversation-per-line dataset --------------------------------
+
+
+def test_a_tool_rule_that_pins_nothing_in_any_conversation_of_a_dataset_is_an_error(
+        realdata: Path, tmp_path: Path) -> None:
+    for dataset, rule in ((realdata / "sharegpt" / "glaive_toolcall_en_demo.json", "tool:zzz"),
+                          (realdata / "openai-chat" / "tau-bench-airline-trajectories.jsonl", "tool:foo")):
+        target = tmp_path / "g.json"
+        result = invoke(str(dataset), "-k", rule, "--max-tokens", "100", "-o", str(target), "-q")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"compact: error: {dataset}: keep rule {rule!r} pins nothing in any of the "), \
+            result.stderr
+        assert "the dataset's tools: " in result.stderr and len(result.stderr.splitlines()) == 1
+        assert not target.exists()
+
+
+def test_a_tool_rule_that_pins_in_one_conversation_of_a_dataset_runs(realdata: Path, tmp_path: Path) -> None:
+    dataset = realdata / "openai-chat" / "tau-bench-airline-trajectories.jsonl"
+    result = invoke(str(dataset), "-k", "tool:list_all_airports", "--max-tokens", "100",
+                    "-o", str(tmp_path / "t.jsonl"), "-q")
+    assert result.exit_code == 0, result.output
