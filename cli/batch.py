@@ -49,7 +49,7 @@ FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the firs
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).", rich_help_panel=OUTPUT)]
 TableOpt = Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).", rich_help_panel=OUTPUT)]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows of the table (0 shows all); the report always has every row.", rich_help_panel=OUTPUT)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress bar or warning line (errors, and the failures summed up, still print on stderr).", rich_help_panel=OUTPUT)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write no output and no sidecar; the table and report say what a run would do.", rich_help_panel=OUTPUT)]
 
 
@@ -79,7 +79,7 @@ def batch(
         raise ConfigError("--ray-address needs --engine ray")
     report = _report_target(report, out)
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
-    config = settings.build()
+    config = settings.build(quiet=quiet)
     _check_settings(config)
     skipped: list[dict[str, str]] = []
     tasks = plan_batch(inputs, str(out), config, options, force=force, skipped=skipped)
@@ -100,7 +100,7 @@ def batch(
     _write_report(document.to_dict(), report, out)
     if not dry_run:
         flags.save_graph(options)
-    else:
+    elif not quiet:
         from cli.output import warn_unwritable_store
 
         warn_unwritable_store(config.store)

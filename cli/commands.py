@@ -39,7 +39,7 @@ InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keep
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.", rich_help_panel=OUTPUT)]
 TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Table on stderr.", show_default="on a terminal", rich_help_panel=OUTPUT)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.", rich_help_panel=OUTPUT)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress or warning line.", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress bar or warning line on stderr (errors still print).", rich_help_panel=OUTPUT)]
 
 
 @takes
@@ -64,7 +64,7 @@ def run(
     if report is not None and names_stdout(report):
         report = "-"
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
-    config = settings.build()
+    config = settings.build(quiet=quiet)
     _check_destinations(file, output, in_place, report, store=config.store, graph_out=flags.graph_out,
                         dry_run=dry_run, converting=flags.target_format is not None)
     from cli.output import count_progress, stderr_console
@@ -74,9 +74,10 @@ def run(
         result = compact_source(file, config, options, progress=progress)
     if dry_run:
         _print_plan(result.report, report)
-        from cli.output import warn_unwritable_store
+        if not quiet:
+            from cli.output import warn_unwritable_store
 
-        warn_unwritable_store(config.store)
+            warn_unwritable_store(config.store)
         return
     if in_place:
         from cli.output import refuse_in_place_while_written

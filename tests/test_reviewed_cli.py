@@ -89,3 +89,28 @@ def test_a_tool_rule_that_pins_in_one_conversation_of_a_dataset_runs(realdata: P
     result = invoke(str(dataset), "-k", "tool:list_all_airports", "--max-tokens", "100",
                     "-o", str(tmp_path / "t.jsonl"), "-q")
     assert result.exit_code == 0, result.output
+
+
+# -- -q silences the warning lines (errors still print) ----------------------------------
+
+
+def test_quiet_silences_the_unknown_model_and_missing_key_warnings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    warned = ("--model", "gpt4o", "--summarizer", "openai", "--api-key-env", "NO_SUCH_KEY_VAR",
+              "--summarizer-url", "http://127.0.0.1:9/v1", "--summarizer-model", "m")  # (no request: within budget)
+    loud = invoke(str(SAMPLES / "short_chat.jsonl"), *warned, "-o", str(tmp_path / "a.jsonl"))
+    assert loud.exit_code == 0, loud.output
+    assert "unknown model 'gpt4o'" in loud.stderr and "$NO_SUCH_KEY_VAR is not set" in loud.stderr
+    quiet = invoke(str(SAMPLES / "short_chat.jsonl"), *warned, "-q", "-o", str(tmp_path / "q.jsonl"))
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.output
+    assert (tmp_path / "q.jsonl").read_bytes() == (tmp_path / "a.jsonl").read_bytes()
+    batch = invoke("batch", str(SAMPLES / "short_chat.jsonl"), *warned, "--out", str(tmp_path / "b"), "--jobs", "1",
+                   "-q")
+    assert batch.exit_code == 0 and batch.stderr == "", batch.output
+
+
+def test_quiet_still_prints_errors(tmp_path: Path) -> None:
+    result = invoke(str(SAMPLES / "short_chat.jsonl"), "--model", "gpt4o", "-k", "tool:read_file", "-q",
+                    "-o", str(tmp_path / "q.jsonl"))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("compact: error: ") and len(result.stderr.splitlines()) == 1, result.stderr
