@@ -84,7 +84,7 @@ def run(
 
         refuse_in_place_while_written(result.report, file)
     _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
-    _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
+    _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED, repair=options.repair)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
     failure = _summary_failure(result, config.summarizer_in_use)
@@ -187,7 +187,7 @@ def _print_plan(report: dict[str, Any], target: str | None) -> None:
         typer.echo("\n".join(plan_lines(report)))
 
 
-def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
+def _show(result: Any, console: Any, *, quiet: bool, compacted: bool, repair: bool) -> None:
     """The usage table on stderr, or without it the strategies that failed."""
     if console is not None and result.compression is None:
         from cli.render import dataset_table
@@ -196,18 +196,18 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
     elif console is not None:
         from cli.render import print_table
 
-        print_table(result.report, console, compacted=compacted)
+        print_table(result.report, console, compacted=compacted, repair=repair)
     elif not quiet:
         _warn_strategy_errors(result.report)
-        _warn_shortfall(result)
+        _warn_shortfall(result, repair=repair)
 
 
-def _warn_shortfall(result: Any) -> None:
+def _warn_shortfall(result: Any, *, repair: bool) -> None:
     """Without the table, a missed budget, kept invalid lines or kept orphans are one line on stderr:
     a script or CI that never draws the table would not notice them otherwise."""
     from cli.output import dataset_warning, run_warning
 
-    warning = dataset_warning(result.dataset, result.report["input"]) if result.compression is None else run_warning(result.report)
+    warning = dataset_warning(result.dataset, result.report["input"]) if result.compression is None else run_warning(result.report, repair=repair)
     if warning:
         sys.stderr.write(f"compact: warning: {warning}\n")
 

@@ -94,18 +94,18 @@ def line_list(lines: list[int]) -> str:
     return ", ".join(str(n) for n in lines[:LINES_SHOWN]) + (", …" if len(lines) > LINES_SHOWN else "")
 
 
-def kept_orphans(report: dict[str, Any]) -> tuple[list[int], list[int], str]:
+def kept_orphans(report: dict[str, Any], *, repair: bool) -> tuple[list[int], list[int], str]:
     """The lines of the input's orphan results and calls the output still has (not removed by --repair
-    nor by a strategy), and what --repair does about them."""
+    nor by a strategy), and what --repair does about them (``repair``: the run had --repair; the
+    report's actions list repair only when it removed something)."""
     removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
-    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
     orphans = report["orphans"]
     results = [n for n in orphans["results"] if n not in removed]
     calls = [c["line"] for c in orphans["calls"] if c["line"] not in removed]
-    return results, calls, "pinned, so --repair kept them" if ran_repair else "--repair drops them"
+    return results, calls, "pinned, so --repair kept them" if repair else "--repair drops them"
 
 
-def run_warning(report: dict[str, Any]) -> str:
+def run_warning(report: dict[str, Any], *, repair: bool = False) -> str:
     """What a transcript's run fell short of, for one line without the table ("" when nothing):
     the budget missed, invalid lines kept as they were, orphan calls or results kept."""
     parts = []
@@ -116,7 +116,7 @@ def run_warning(report: dict[str, Any]) -> str:
                      f"{after['messages']:,} messages after compaction, pinned messages alone need "
                      f"{floor:,} {budget['unit']}")
     parts += _skipped_part(report["input"], report["skipped_lines"])
-    results, calls, fix = kept_orphans(report)
+    results, calls, fix = kept_orphans(report, repair=repair)
     if calls:
         parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
     if results:

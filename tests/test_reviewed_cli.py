@@ -114,3 +114,19 @@ def test_quiet_still_prints_errors(tmp_path: Path) -> None:
                     "-o", str(tmp_path / "q.jsonl"))
     assert result.exit_code == 2
     assert result.stderr.startswith("compact: error: ") and len(result.stderr.splitlines()) == 1, result.stderr
+
+
+# -- an orphan --repair kept because it is pinned -----------------------------------------
+
+
+def test_a_pinned_orphan_under_repair_is_said_to_be_kept_by_repair(tmp_path: Path) -> None:
+    """--repair was given and line 3 pinned: the warning told the user to run --repair."""
+    orphan = SAMPLES / "errors" / "orphan_call.jsonl"
+    result = invoke(str(orphan), "--repair", "-k", "line:3", "-o", str(tmp_path / "e.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ("compact: warning: 1 tool call(s) without a result kept "
+                             "(line 3, pinned, so --repair kept them)\n")
+    table = invoke(str(orphan), "--repair", "-k", "line:3", "--table", "-o", str(tmp_path / "e.jsonl"))
+    assert "pinned, so --repair kept them" in table.stderr and "--repair drops them" not in table.stderr
+    plain = invoke(str(orphan), "-k", "line:3", "-o", str(tmp_path / "e.jsonl"))
+    assert plain.stderr.endswith("(line 3, --repair drops them)\n"), plain.stderr
