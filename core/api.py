@@ -298,6 +298,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
     losses: list[dict[str, Any]] = []
     if target != transcript.format:
         items, losses = formats.convert(transcript, result.messages, target)
+        _refuse_empty_conversion(items, losses, target, transcript.path)
         result.writer = lambda _messages: formats.serialise_lines(items)
     elif transcript.format != OPENAI:
         result.writer = lambda messages: formats.write(transcript, messages)
@@ -308,6 +309,16 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
                                              format=FormatReport(transcript.format, target, losses,
                                                                  formats.live_part(transcript)))
     return result
+
+
+def _refuse_empty_conversion(items: list[Any], losses: list[dict[str, Any]], target: str, path: str) -> None:
+    """A conversion whose output compact could not read back (no message left in it) is refused, nothing written."""
+    from core.formats.conversion import reads_no_message
+
+    if reads_no_message(items, target):
+        lost = "; ".join(f"{loss['what']}: {loss['count']:,}" for loss in losses)
+        raise ConfigError(f"--to {target} would write no message (left out: {lost})", path=path,
+                          fix="convert to another format, or leave out --to")
 
 
 def working_graph(options: GraphOptions) -> Any:

@@ -130,3 +130,21 @@ def test_a_pinned_orphan_under_repair_is_said_to_be_kept_by_repair(tmp_path: Pat
     assert "pinned, so --repair kept them" in table.stderr and "--repair drops them" not in table.stderr
     plain = invoke(str(orphan), "-k", "line:3", "-o", str(tmp_path / "e.jsonl"))
     assert plain.stderr.endswith("(line 3, --repair drops them)\n"), plain.stderr
+
+
+# -- a conversion that would write no message ---------------------------------------------
+
+
+def test_a_conversion_that_would_write_no_message_is_refused(realdata: Path, tmp_path: Path) -> None:
+    """A Codex session whose only messages are user and system ones, --to codex-exec (which prints
+    none): exit 0 and a file compact itself could not read back."""
+    session = realdata / "codex-cli" / "simonw-codex-homelab-session-head.jsonl"
+    target = tmp_path / "x.jsonl"
+    result = invoke(str(session), "--to", "codex-exec", "-o", str(target))
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"compact: error: {session}: --to codex-exec would write no message"), result.stderr
+    assert "user and system messages" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert not target.exists()
+    kept = invoke(str(session), "--to", "openai", "-o", str(target))
+    assert kept.exit_code == 0, kept.output
+    assert invoke(str(target), "-o", str(tmp_path / "again.jsonl")).exit_code == 0
