@@ -49,7 +49,7 @@ FailFastOpt = Annotated[bool, typer.Option("--fail-fast", help="Stop at the firs
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the batch report (JSON) to FILE; `-` prints it on stdout (the table then goes to stderr).", rich_help_panel=OUTPUT)]
 TableOpt = Annotated[bool, typer.Option("--table/--no-table", help="Print the summary table (on stdout; on stderr with --report -).", rich_help_panel=OUTPUT)]
 TopOpt = Annotated[int, typer.Option("--top", min=0, help="Rows of the table (0 shows all); the report always has every row.", rich_help_panel=OUTPUT)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table and no progress bar (failures are still summed up on stderr).", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress bar or warning line (errors, and the failures summed up, still print on stderr).", rich_help_panel=OUTPUT)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write no output and no sidecar; the table and report say what a run would do.", rich_help_panel=OUTPUT)]
 
 
@@ -77,9 +77,9 @@ def batch(
         raise ConfigError(f"unknown engine {engine!r}", fix="use pool or ray")
     if ray_address is not None and engine != "ray":
         raise ConfigError("--ray-address needs --engine ray")
-    report = _report_target(report)
+    report = _report_target(report, out)
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
-    config = settings.build()
+    config = settings.build(quiet=quiet)
     _check_settings(config)
     skipped: list[dict[str, str]] = []
     tasks = plan_batch(inputs, str(out), config, options, force=force, skipped=skipped)
@@ -97,12 +97,10 @@ def batch(
     rows = _run(tasks, engine=engine, jobs=jobs, ray_address=ray_address, fail_fast=fail_fast, quiet=quiet)
     document = batch_report(tasks, rows, config=config, out=str(out), engine=engine, jobs=jobs,
                             seconds=time.perf_counter() - started, skipped=skipped)
-    from cli.output import write_json
-
-    write_json(document.to_dict(), report)
+    _write_report(document.to_dict(), report, out)
     if not dry_run:
         flags.save_graph(options)
-    else:
+    elif not quiet:
         from cli.output import warn_unwritable_store
 
         warn_unwritable_store(config.store)
@@ -113,6 +111,7 @@ def batch(
     elif not quiet:
         for line in skipped_lines(document.skipped) + lines_left_out(document.rows):
             sys.stderr.write(f"compact: {line}\n")
+    _judge_tool_rules(document.rows, quiet=quiet)
     totals = document.totals
     if totals.failed:
         stopped = f"; --fail-fast stopped the run, {totals.not_run:,} not run" if totals.not_run else ""
@@ -128,8 +127,23 @@ def batch(
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)
 
 
-def _report_target(report: str | None) -> str | None:
-    """Where --report goes: None, "-" (stdout; the table then on stderr) or a file, checked now."""
+def _judge_tool_rules(rows: list[Any], *, quiet: bool) -> None:
+    """A `tool:` keep rule may pin nothing in some inputs (a warning, unless -q), not in every input read."""
+    from core.batch.runner import FAILED, unpinned_rules
+
+    read = sum(row.status != FAILED for row in rows)
+    for rule, inputs in unpinned_rules(rows).items():
+        if len(inputs) == read:
+            path, why = inputs[0]
+            raise ConfigError(f"keep rule {rule!r} pins nothing in any of the {read:,} inputs; in the first, {path}: {why}")
+        if not quiet:
+            sys.stderr.write(f"compact: warning: keep rule {rule!r} pinned nothing in {len(inputs):,} of {read:,} "
+                             "inputs (the report's rows say which)\n")
+
+
+def _report_target(report: str | None, out: Path) -> str | None:
+    """Where --report goes: None, "-" (stdout; the table then on stderr) or a file, checked now
+    (a folder inside --out may not exist yet: the batch makes it)."""
     from core.io.staged import names_stdout
 
     if report is not None and names_stdout(report):
@@ -137,8 +151,18 @@ def _report_target(report: str | None) -> str | None:
     if report not in (None, "-"):  # before any input is compacted, not once they all are
         from cli.output import check_output_target
 
-        check_output_target("--report", report)
+        check_output_target("--report", report, created=out)
     return report
+
+
+def _write_report(document: dict[str, Any], report: str | None, out: Path) -> None:
+    """The report to its target; its folder inside --out is made when no output made it (a dry run,
+    every input failed, a subfolder no input maps to)."""
+    from cli.output import inside_folder, write_json
+
+    if report not in (None, "-") and inside_folder(report, out):
+        os.makedirs(os.path.dirname(os.path.realpath(report)), exist_ok=True)
+    write_json(document, report)
 
 
 def _run(tasks: list[Any], *, engine: str, jobs: int | None, ray_address: str | None, fail_fast: bool,

@@ -39,7 +39,7 @@ InPlaceOpt = Annotated[bool, typer.Option("--in-place", help="Rewrite FILE, keep
 ReportOpt = Annotated[str | None, typer.Option("--report", metavar="FILE", help="Write the report (JSON); `-` is stdout.", rich_help_panel=OUTPUT)]
 TableOpt = Annotated[bool | None, typer.Option("--table/--no-table", help="Table on stderr.", show_default="on a terminal", rich_help_panel=OUTPUT)]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Write nothing; print what would change.", rich_help_panel=OUTPUT)]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress or warning line.", rich_help_panel=OUTPUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No table, progress bar or warning line on stderr (errors still print).", rich_help_panel=OUTPUT)]
 
 
 @takes
@@ -64,7 +64,7 @@ def run(
     if report is not None and names_stdout(report):
         report = "-"
     options = flags.options(dry_run=dry_run, budget=settings.budget_flag())
-    config = settings.build()
+    config = settings.build(quiet=quiet)
     _check_destinations(file, output, in_place, report, store=config.store, graph_out=flags.graph_out,
                         dry_run=dry_run, converting=flags.target_format is not None)
     from cli.output import count_progress, stderr_console
@@ -74,16 +74,17 @@ def run(
         result = compact_source(file, config, options, progress=progress)
     if dry_run:
         _print_plan(result.report, report)
-        from cli.output import warn_unwritable_store
+        if not quiet:
+            from cli.output import warn_unwritable_store
 
-        warn_unwritable_store(config.store)
+            warn_unwritable_store(config.store)
         return
     if in_place:
         from cli.output import refuse_in_place_while_written
 
         refuse_in_place_while_written(result.report, file)
     _write_outputs(result, file, output=output, in_place=in_place, report=report, graph=flags.graph_output(options))
-    _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED)
+    _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED, repair=options.repair)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
     failure = _summary_failure(result, config.summarizer_in_use)
@@ -186,7 +187,7 @@ def _print_plan(report: dict[str, Any], target: str | None) -> None:
         typer.echo("\n".join(plan_lines(report)))
 
 
-def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
+def _show(result: Any, console: Any, *, quiet: bool, compacted: bool, repair: bool) -> None:
     """The usage table on stderr, or without it the strategies that failed."""
     if console is not None and result.compression is None:
         from cli.render import dataset_table
@@ -195,18 +196,18 @@ def _show(result: Any, console: Any, *, quiet: bool, compacted: bool) -> None:
     elif console is not None:
         from cli.render import print_table
 
-        print_table(result.report, console, compacted=compacted)
+        print_table(result.report, console, compacted=compacted, repair=repair)
     elif not quiet:
         _warn_strategy_errors(result.report)
-        _warn_shortfall(result)
+        _warn_shortfall(result, repair=repair)
 
 
-def _warn_shortfall(result: Any) -> None:
+def _warn_shortfall(result: Any, *, repair: bool) -> None:
     """Without the table, a missed budget, kept invalid lines or kept orphans are one line on stderr:
     a script or CI that never draws the table would not notice them otherwise."""
     from cli.output import dataset_warning, run_warning
 
-    warning = dataset_warning(result.dataset, result.report["input"]) if result.compression is None else run_warning(result.report)
+    warning = dataset_warning(result.dataset, result.report["input"]) if result.compression is None else run_warning(result.report, repair=repair)
     if warning:
         sys.stderr.write(f"compact: warning: {warning}\n")
 

@@ -87,7 +87,7 @@ OutputOption = Annotated[
         "--output",
         "-o",
         dir_okay=False,
-        help="Write the snapshot here (atomically) instead of stdout.",
+        help="Write the snapshot here (atomically) instead of stdout ('-': stdout).",
         show_default=False,
     ),
 ]
@@ -115,6 +115,12 @@ def _caps(max_nodes: int | None, max_relationships: int | None, evict: Eviction)
 
 def _produce(output: Path | None, report: str | None, work: Callable[[], tuple[Any, Any]]) -> None:
     """Check where the results go, then run ``work`` and write the graph and report it returns there."""
+    from core.io.staged import names_stdout
+
+    if output is not None and names_stdout(output):
+        output = None  # `-o -` (or /dev/stdout) is stdout, as for `compact run`
+    if report is not None and names_stdout(report):
+        report = "-"
     if report == "-" and output is None:
         raise InputError(
             "--report - needs -o: the snapshot already goes to stdout",

@@ -126,11 +126,11 @@ class SettingsFlags:
                  ("--max-fraction", self.max_fraction)]
         return next((name for name, value in given if value is not None), None)
 
-    def build(self) -> Any:
-        """The MemoryConfig: the config file (or the defaults), these flags over it."""
+    def build(self, *, quiet: bool = False) -> Any:
+        """The MemoryConfig: the config file (or the defaults), these flags over it (``quiet``: -q, no warning)."""
         flags = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "config"}
         flags["summary_prompt_file"] = flags.pop("summary_prompt")
-        return build_config(self.config, **flags)
+        return build_config(self.config, quiet=quiet, **flags)
 
 
 @dataclass(frozen=True)
@@ -252,18 +252,21 @@ def build_config(
     context_window: int | None = None,
     strategy: list[str] | None = None,
     keep: list[str] | None = None,
+    quiet: bool = False,
     **flags: Any,
 ) -> Any:
-    """The settings: the config file (or the defaults), then the flags given (None: not given)."""
+    """The settings: the config file (or the defaults), then the flags given (None: not given); an
+    unknown model or an unset key variable is a warning line unless ``quiet`` (-q)."""
     from core.config import MemoryConfig, StrategySpec, load_config
 
     base = load_config(str(config)) if config is not None else MemoryConfig()
     strategies = tuple(StrategySpec.parse(s) for s in strategy) if strategy else None
     settings = base.with_overrides(context_window_tokens=context_window, strategies=strategies,
                                    keep=(*base.keep, *keep) if keep else None, **flags)
-    _warn_unknown_model(settings)
-    named = flags.get("api_key_env") is not None or base.api_key_env != MemoryConfig.api_key_env
-    _warn_unset_key(settings, named)
+    if not quiet:
+        _warn_unknown_model(settings)
+        named = flags.get("api_key_env") is not None or base.api_key_env != MemoryConfig.api_key_env
+        _warn_unset_key(settings, named)
     return settings
 
 

@@ -35,18 +35,40 @@ def write_json(document: Any, target: str | None) -> None:
     atomic_write_bytes(target, json_bytes(document))
 
 
-def check_output_target(option: str, path: str | os.PathLike[str]) -> None:
+def check_output_target(option: str, path: str | os.PathLike[str], *,
+                        created: str | os.PathLike[str] | None = None) -> None:
     """Refuse, before anything runs, an output path ``option`` names that cannot be written: a folder,
     a path in a missing or read-only folder, a path under a file. Found only when writing, such a
-    target failed the run after the transcript had gone to stdout."""
+    target failed the run after the transcript had gone to stdout. A missing folder inside
+    ``created`` (a folder the command makes, as batch its --out) is fine if it can be made."""
     from core.errors import OutputError
     from core.io.staged import open_descriptor
 
     if open_descriptor(path) is not None:
         return  # a stream (/dev/stdout, /dev/fd/3): written as it stands
-    problem = _unwritable(option, Path(os.path.realpath(path)), str(path))
+    target = Path(os.path.realpath(path))
+    if created is not None and not target.parent.exists() and inside_folder(target.parent, created):
+        problem = _uncreatable(option, target.parent)  # the command makes the folders, then writes
+    else:
+        problem = _unwritable(option, target, str(path))
     if problem is not None:
         raise OutputError(f"cannot write: {problem[0]}", path=str(path), fix=problem[1])
+
+
+def inside_folder(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` lies inside ``folder`` (either may not exist yet)."""
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder))
+
+
+def _uncreatable(option: str, folder: Path) -> tuple[str, str] | None:
+    """Why the missing ``folder`` cannot be made, and the fix; None when it can."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder", f"give {option} a path inside a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable", f"give {option} a path in a folder you can write"
+    return None
 
 
 def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None:
@@ -72,18 +94,18 @@ def line_list(lines: list[int]) -> str:
     return ", ".join(str(n) for n in lines[:LINES_SHOWN]) + (", …" if len(lines) > LINES_SHOWN else "")
 
 
-def kept_orphans(report: dict[str, Any]) -> tuple[list[int], list[int], str]:
+def kept_orphans(report: dict[str, Any], *, repair: bool) -> tuple[list[int], list[int], str]:
     """The lines of the input's orphan results and calls the output still has (not removed by --repair
-    nor by a strategy), and what --repair does about them."""
+    nor by a strategy), and what --repair does about them (``repair``: the run had --repair; the
+    report's actions list repair only when it removed something)."""
     removed = {e["line"] for e in report["removed"] if e["action"] == "removed"}
-    ran_repair = any(a["strategy"] == "repair" for a in report["actions"])
     orphans = report["orphans"]
     results = [n for n in orphans["results"] if n not in removed]
     calls = [c["line"] for c in orphans["calls"] if c["line"] not in removed]
-    return results, calls, "pinned, so --repair kept them" if ran_repair else "--repair drops them"
+    return results, calls, "pinned, so --repair kept them" if repair else "--repair drops them"
 
 
-def run_warning(report: dict[str, Any]) -> str:
+def run_warning(report: dict[str, Any], *, repair: bool = False) -> str:
     """What a transcript's run fell short of, for one line without the table ("" when nothing):
     the budget missed, invalid lines kept as they were, orphan calls or results kept."""
     parts = []
@@ -94,7 +116,7 @@ def run_warning(report: dict[str, Any]) -> str:
                      f"{after['messages']:,} messages after compaction, pinned messages alone need "
                      f"{floor:,} {budget['unit']}")
     parts += _skipped_part(report["input"], report["skipped_lines"])
-    results, calls, fix = kept_orphans(report)
+    results, calls, fix = kept_orphans(report, repair=repair)
     if calls:
         parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
     if results:

@@ -25,7 +25,7 @@ def _usage_row(label: str, usage: dict[str, Any]) -> list[str]:
     return [label, f"{usage['messages']:,}", f"{usage['tokens']:,}", f"{bar(fraction)} {fraction:6.1%}"]
 
 
-def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
+def usage_table(report: dict[str, Any], *, compacted: bool = True, repair: bool = False) -> Group:
     """Before/after usage, the budget verdict, what each strategy did, and the warnings."""
     budget = report["budget"]
     encoder = report["encoder"]
@@ -62,7 +62,7 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True) -> Group:
         if report["skipped"]:
             skipped = ", ".join(f"{s['strategy']} ({s['reason']})" for s in report["skipped"])
             parts.append(Text(f"skipped: {skipped}"))
-    parts.extend(_warnings(report))
+    parts.extend(_warnings(report, repair=repair))
     return Group(*parts)
 
 
@@ -181,24 +181,24 @@ def _actions_table(actions: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _warnings(report: dict[str, Any]) -> list[Text]:
+def _warnings(report: dict[str, Any], *, repair: bool) -> list[Text]:
     lines = []
     if report["warning_appended"]:
         lines.append(Text("warning appended: usage reached warn_fraction", style="yellow"))
-    lines.extend(_orphan_lines(report))
+    lines.extend(_orphan_lines(report, repair=repair))
     lines.extend(Text(f"warning: {line}", style="yellow") for line in skipped_lines(report["input"], report["skipped_lines"]))
     if report["last_error"]:
         lines.append(Text(f"strategy error: {report['last_error']}", style="red"))
     return lines
 
 
-def _orphan_lines(report: dict[str, Any]) -> list[Text]:
+def _orphan_lines(report: dict[str, Any], *, repair: bool) -> list[Text]:
     """The input's orphan calls and results: a warning for those still there, a note for those --repair dropped."""
     from cli.output import kept_orphans
 
     orphans = report["orphans"]
     repaired = {e["line"] for e in report["removed"] if e["strategy"] == "repair"}
-    results, calls, fix = kept_orphans(report)
+    results, calls, fix = kept_orphans(report, repair=repair)
     lines = []
     if results:
         lines.append(Text(f"warning: {len(results)} tool result(s) without their call "
@@ -220,8 +220,8 @@ def _orphan_lines(report: dict[str, Any]) -> list[Text]:
     return lines
 
 
-def print_table(report: dict[str, Any], console: Console, *, compacted: bool = True) -> None:
-    console.print(usage_table(report, compacted=compacted))
+def print_table(report: dict[str, Any], console: Console, *, compacted: bool = True, repair: bool = False) -> None:
+    console.print(usage_table(report, compacted=compacted, repair=repair))
 
 
 def plan_lines(report: dict[str, Any]) -> list[str]:

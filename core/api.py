@@ -134,6 +134,8 @@ class RunOptions:
     check_for: str | None = None  # refuse a result this provider would reject
     graph: GraphOptions | None = None
     dry_run: bool = False  # the store is a throwaway copy; the caller writes nothing
+    # batch: a `tool:` keep rule that pins nothing in this input is noted on the result, not an error
+    note_unpinned_tools: bool = False
 
     def __post_init__(self) -> None:
         from core.analysis.provider_check import PROVIDERS
@@ -213,6 +215,7 @@ def compact_source(
         if memo is not None:
             stack.callback(memo[0].close)
         transcript = _read(source, config, options, stdin, stream=write is not None)
+        unpinned = _check_keep_rules(config, transcript, options)
         given_store = config.store
         if options.dry_run:
             config = stack.enter_context(scratch_store(config))
@@ -231,6 +234,7 @@ def compact_source(
                 options = dataclasses.replace(options, target_format=None)
             return _compact_dataset(source, transcript, config, counter, choice, options, seams, write)
         result = _compact_transcript(transcript, config, counter, choice, options, seams)
+        result.unpinned_rules = unpinned
         if memo is not None:
             _remember(memo, transcript, options, result)
         if options.check_for is not None:
@@ -265,7 +269,6 @@ def _read(source: str, config: MemoryConfig, options: RunOptions, stdin: BinaryI
         if options.target_format == DATASET:
             raise ConfigError("--to dataset writes only a conversation-per-line dataset that was read as one",
                               fix="leave out --to, or name a transcript format")
-        _check_keep_rules(config, transcript.messages, transcript.skipped_lines, transcript.path)
         return transcript
     if options.target_format not in (None, DATASET):
         raise ConfigError("--to cannot convert a conversation-per-line dataset", fix="leave out --to")
@@ -295,6 +298,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
     losses: list[dict[str, Any]] = []
     if target != transcript.format:
         items, losses = formats.convert(transcript, result.messages, target)
+        _refuse_empty_conversion(items, losses, target, transcript.path)
         result.writer = lambda _messages: formats.serialise_lines(items)
     elif transcript.format != OPENAI:
         result.writer = lambda messages: formats.write(transcript, messages)
@@ -305,6 +309,16 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
                                              format=FormatReport(transcript.format, target, losses,
                                                                  formats.live_part(transcript)))
     return result
+
+
+def _refuse_empty_conversion(items: list[Any], losses: list[dict[str, Any]], target: str, path: str) -> None:
+    """A conversion whose output compact could not read back (no message left in it) is refused, nothing written."""
+    from core.formats.conversion import reads_no_message
+
+    if reads_no_message(items, target):
+        lost = "; ".join(f"{loss['what']}: {loss['count']:,}" for loss in losses)
+        raise ConfigError(f"--to {target} would write no message (left out: {lost})", path=path,
+                          fix="convert to another format, or leave out --to")
 
 
 def working_graph(options: GraphOptions) -> Any:
@@ -347,13 +361,23 @@ def _close_source(messages: Iterable[Message]) -> None:
             return
 
 
-def _check_keep_rules(config: MemoryConfig, messages: Any, skipped: Any, path: str) -> None:
-    """A `line:` or `tool:` keep rule that pins nothing is an error, before anything runs."""
+def _check_keep_rules(config: MemoryConfig, transcript: Decoded | None, options: RunOptions) -> dict[str, str]:
+    """A `line:` or `tool:` keep rule that pins nothing in a transcript is an error, before anything runs;
+    the `tool:` rules that pin nothing, each with why, when ``options.note_unpinned_tools`` (a batch
+    input). A dataset's conversations are checked as they are compacted."""
     from core.config import check_keep_lines
-    from core.engine.structure import check_tool_rules
+    from core.engine.structure import ToolRuleTally
 
-    check_keep_lines(config, [m.line for m in messages], path, other_lines=[s["line"] for s in skipped])
-    check_tool_rules(messages, config.keep_rules(), path)
+    if transcript is None or transcript.format == DATASET:
+        return {}
+    messages = transcript.messages
+    check_keep_lines(config, [m.line for m in messages], transcript.path,
+                     other_lines=[s["line"] for s in transcript.skipped_lines])
+    tally = ToolRuleTally(config.keep_rules())
+    tally.add(messages)
+    if not options.note_unpinned_tools:
+        tally.raise_unpinned(transcript.path)
+    return tally.reasons()
 
 
 @dataclass
@@ -378,7 +402,7 @@ def _compact_dataset(source: str, decoded: Decoded | None, config: MemoryConfig,
 
     compactor = DatasetCompactor(decoded.path if decoded else source, config, counter=counter, encoder=choice,
                                  mode=options.mode, repair=options.repair, skip_invalid=options.skip_invalid,
-                                 seams=seams)
+                                 seams=seams, note_unpinned_tools=options.note_unpinned_tools)
     output: list[bytes] = []
     if decoded is None:  # a regular file, streamed to ``write`` a conversation at a time
         assert write is not None
@@ -387,9 +411,10 @@ def _compact_dataset(source: str, decoded: Decoded | None, config: MemoryConfig,
     else:
         compacted = (compactor.line(line.number, line.to_bytes()) for line in decoded.lines)
         output = [line for line in compacted if line is not None]
+        compactor.finish()
         if write is not None:
             write(chunk for line in output for chunk in (line, b"\n"))
-    return DatasetResult(messages=[], dataset=compactor.report(),
+    return DatasetResult(messages=[], dataset=compactor.report(), unpinned_rules=compactor.unpinned_rules(),
                          writer=lambda _messages: (chunk for line in output for chunk in (line, b"\n")))
 
 

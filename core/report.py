@@ -308,6 +308,8 @@ class BatchRow:
     error_type: str | None = None
     seconds: float = 0.0
     conversation_rows: list[dict[str, Any]] | None = None  # datasets: ConversationRow.to_dict() of each
+    # `tool:` keep rules that pinned nothing in this input (in any of a dataset's conversations), each with why
+    unpinned_rules: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -472,3 +472,15 @@ def test_a_5000_digit_integer_is_one_line_not_a_traceback(work: Path) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.stdout.startswith("huge.json:") and "malformed JSON" in result.stdout
     assert len(result.stdout.splitlines()) == 1
+
+
+def test_merge_dash_o_dash_writes_the_snapshot_on_stdout_as_compact_run_does(work: Path) -> None:
+    """`-o -` wrote a file named `-` in the current folder."""
+    to_stdout = run("merge", "valid.json", "delta.json")
+    result = run("merge", "valid.json", "delta.json", "-o", "-")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == to_stdout.stdout and orjson.loads(result.stdout)["nodes"]
+    assert not (work / "-").exists()
+    both = run("merge", "valid.json", "delta.json", "-o", "-", "--report", "-")
+    assert both.exit_code == 2 and "--report - needs -o" in both.stderr, both.output
+    assert not (work / "-").exists()

@@ -37,6 +37,7 @@ from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine.pipeline import BUDGET, compact
 from core.engine.seams import Seams
+from core.engine.structure import ToolRuleTally
 from core.errors import InputError
 from core.formats.base import Decoded, Line
 from core.formats.base import number as number_messages
@@ -78,6 +79,7 @@ class DatasetCompactor:
         repair: bool = False,
         skip_invalid: bool = False,
         seams: Seams | None = None,
+        note_unpinned_tools: bool = False,
     ) -> None:
         self.name = name
         self.config = config
@@ -89,6 +91,8 @@ class DatasetCompactor:
         self.seams = seams
         self.rows: list[ConversationRow] = []
         self.skipped_lines: list[dict[str, Any]] = []
+        self.tool_rules = ToolRuleTally(config.keep_rules())
+        self.note_unpinned_tools = note_unpinned_tools  # (a batch input) else an error at the end
 
     def line(self, number: int, raw: bytes) -> bytes | None:
         """The output bytes (without a line end) for the conversation on line ``number``; None for a line
@@ -106,6 +110,7 @@ class DatasetCompactor:
                 raise naming_skip_invalid(exc) from None
             self.skipped_lines.append({"line": number, "error": exc.what})
             return None
+        self.tool_rules.add(messages)
         if not messages:
             self.rows.append(ConversationRow(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
             return raw
@@ -158,6 +163,14 @@ class DatasetCompactor:
             messages.append(Message(data=data, line=index))
         return messages
 
+    def finish(self) -> None:
+        """Once every line is in: a `tool:` keep rule that pinned nothing in any conversation is an error."""
+        if not self.note_unpinned_tools:
+            self.tool_rules.raise_unpinned(self.name, dataset=True)
+
+    def unpinned_rules(self) -> dict[str, str]:
+        return self.tool_rules.reasons(dataset=True)
+
     def report(self) -> DatasetReport:
         return DatasetReport(self.name, self.mode, EncoderReport.of(self.encoder), list(self.rows),
                              list(self.skipped_lines))
@@ -181,6 +194,7 @@ def compact_dataset_lines(
             yield b"\n"
     if not seen:
         raise InputError("the file is empty; a dataset needs at least one conversation", path=compactor.name)
+    compactor.finish()  # (raised here, the staged output is thrown away)
 
 
 def compact_dataset_bytes(data: bytes, name: str, config: MemoryConfig, **options: Any) -> tuple[bytes, dict[str, Any]]:

@@ -46,7 +46,7 @@ from core.io import jsonio
 from core.io.staged import atomic_write_bytes, atomic_write_chunks, is_regular_file
 from core.report import BatchReport, BatchRow, BatchTotals, summary_failed
 
-SIDECAR_VERSION = 2  # 2: a dataset's rows say summary_failed
+SIDECAR_VERSION = 3  # 2: a dataset's rows say summary_failed; 3: rows say unpinned_rules
 SIDECAR_SUFFIX = ".compact.json"
 COMPACTED = "compacted"
 UNCHANGED = "unchanged"  # read and written back, but no strategy changed anything (already within budget)
@@ -121,7 +121,8 @@ def plan_batch(
     if os.path.exists(out) and not os.path.isdir(out):
         raise ConfigError("is a file, not a folder", path=out, fix="give --out a folder (it is created if missing)")
     files = expand_inputs(inputs, out, skipped)
-    options = dataclasses.replace(options or RunOptions(), memo_ok=False)  # workers never use the run memo
+    # Workers never use the run memo; a `tool:` rule may pin nothing in some inputs (the batch judges all of them).
+    options = dataclasses.replace(options or RunOptions(), memo_ok=False, note_unpinned_tools=True)
     settings = settings_digest(config, options)
     config_dict = config.to_dict()
     inputs_real = {os.path.realpath(path) for path, _ in files}
@@ -315,7 +316,7 @@ def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -
             messages_before=data.before.messages, messages_after=data.after.messages,
             tokens_before=data.before.tokens, tokens_after=data.after.tokens, strategies=data.strategies,
             over_budget=data.over_budget, summary_failed=int(data.summary_failed > 0), skipped_lines=len(data.skipped_lines),
-            conversation_rows=[row.to_dict() for row in data.rows],
+            conversation_rows=[row.to_dict() for row in data.rows], unpinned_rules=result.unpinned_rules,
         )
     report = result.compression
     if report is None:  # (compact always reports)
@@ -327,7 +328,17 @@ def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -
         tokens_before=report.before.tokens, tokens_after=report.after.tokens,
         strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
         summary_failed=int(summary_failed(report.actions, summarizer)), skipped_lines=len(report.skipped_lines),
+        unpinned_rules=result.unpinned_rules,
     )
+
+
+def unpinned_rules(rows: Iterable[BatchRow]) -> dict[str, list[tuple[str, str]]]:
+    """Each `tool:` keep rule that pinned nothing in some input read: (input, why) for each such input."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for row in sorted(rows, key=lambda r: r.index):
+        for rule, why in row.unpinned_rules.items():
+            found.setdefault(rule, []).append((row.input, why))
+    return found
 
 
 def finished_since(tasks: Sequence[BatchTask], since: float) -> set[int]:

@@ -59,6 +59,8 @@ class CompactionResult:
     # How to write ``messages`` back in the input's (or the ``--to``) format; None: canonical JSONL.
     writer: Callable[[Sequence[Message]], Iterator[bytes | memoryview]] | None = field(default=None, repr=False)
     dataset_report: dict[str, Any] = field(default_factory=dict, repr=False)
+    # `tool:` keep rules that pinned nothing, each with why (RunOptions.note_unpinned_tools: a batch input's).
+    unpinned_rules: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def report(self) -> dict[str, Any]:

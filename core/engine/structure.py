@@ -99,20 +99,60 @@ def kept_lines(messages: Sequence[Message], rules: Sequence[KeepRule]) -> frozen
 TOOLS_NAMED = 8  # how many of the transcript's tools an error lists
 
 
-def check_tool_rules(messages: Sequence[Message], rules: Sequence[KeepRule], path: str) -> None:
-    """A `tool:` keep rule that pins nothing is an error, as a `line:` rule is: `tool:bash` on a
-    session whose tool is `Bash` would otherwise keep nothing, silently."""
-    for rule in rules:
-        if rule.kind != "tool" or kept_lines(messages, [rule]):
-            continue
-        counts = Counter(call_name(c) for m in messages for c in tool_calls(m.data) if call_name(c))
-        if not counts:
-            raise ConfigError(f"keep rule {str(rule)!r} pins nothing: the transcript has no tool calls", path=path,
-                              fix="leave the rule out")
-        names = sorted(counts, key=lambda name: (-counts[name], name))  # the most called first
-        shown = ", ".join(names[:TOOLS_NAMED]) + (", …" if len(names) > TOOLS_NAMED else "")
-        raise ConfigError(f"keep rule {str(rule)!r} pins nothing: no tool call is named {rule.value!r}", path=path,
-                          fix=_nearest_tool(rule.value, names) + f"the transcript's tools: {shown}")
+class ToolRuleTally:
+    """Which `tool:` keep rules pinned something, over one transcript or the conversations of a
+    dataset, and the tools those called (to name them when a rule pinned nothing). A `tool:` rule
+    that pins nothing is an error, as a `line:` rule is: `tool:bash` on a session whose tool is
+    `Bash` would otherwise keep nothing, silently."""
+
+    def __init__(self, rules: Sequence[KeepRule]) -> None:
+        self.rules = [rule for rule in rules if rule.kind == "tool"]
+        self.pinned: set[KeepRule] = set()
+        self.tools: Counter[str] = Counter()
+        self.conversations = 0
+
+    def add(self, messages: Sequence[Message]) -> list[KeepRule]:
+        """Count one conversation in; the rules that pin nothing in it."""
+        if not self.rules:
+            return []
+        self.conversations += 1
+        unpinned = [rule for rule in self.rules if not kept_lines(messages, [rule])]
+        self.pinned.update(rule for rule in self.rules if rule not in unpinned)
+        if unpinned:
+            self.tools.update(name for m in messages for c in tool_calls(m.data) if (name := call_name(c)))
+        return unpinned
+
+    def unpinned(self) -> list[KeepRule]:
+        """The rules that pinned nothing in any conversation counted."""
+        return [rule for rule in self.rules if rule not in self.pinned]
+
+    def reasons(self, *, dataset: bool = False) -> dict[str, str]:
+        """Each rule that pinned nothing in any conversation counted, and why ("no tool call is named …")."""
+        if not self.conversations:
+            return {}
+        reasons = {}
+        for rule in self.unpinned():
+            why, fix = _why_unpinned(rule, self.tools, dataset=dataset)
+            reasons[str(rule)] = f"{why} ({fix})"
+        return reasons
+
+    def raise_unpinned(self, path: str | None, *, dataset: bool = False) -> None:
+        """Raise the error of the first rule that pinned nothing in any conversation counted."""
+        unpinned = self.unpinned()
+        if unpinned and self.conversations:
+            why, fix = _why_unpinned(unpinned[0], self.tools, dataset=dataset)
+            where = f" in any of the {self.conversations:,} conversations" if dataset else ""
+            raise ConfigError(f"keep rule {str(unpinned[0])!r} pins nothing{where}: {why}", path=path, fix=fix)
+
+
+def _why_unpinned(rule: KeepRule, tools: Counter[str], *, dataset: bool) -> tuple[str, str]:
+    """Why ``rule`` pins nothing, and the fix: the tools called, most called first."""
+    if not tools:
+        return ("the dataset has" if dataset else "the transcript has") + " no tool calls", "leave the rule out"
+    names = sorted(tools, key=lambda name: (-tools[name], name))
+    shown = ", ".join(names[:TOOLS_NAMED]) + (", …" if len(names) > TOOLS_NAMED else "")
+    whose = "the dataset's" if dataset else "the transcript's"
+    return f"no tool call is named {rule.value!r}", _nearest_tool(rule.value, names) + f"{whose} tools: {shown}"
 
 
 def _nearest_tool(name: str, names: Sequence[str]) -> str:

@@ -45,6 +45,21 @@ def convert(decoded: Decoded, result: Sequence[Message], target: str) -> tuple[l
     return items, losses.as_list()
 
 
+def reads_no_message(items: Sequence[Any], target: str) -> bool:
+    """True when compact would read no message back from ``items`` rendered in ``target`` (a Codex exec
+    stream prints no user or system message: a session of only those converts to an empty stream)."""
+    from core.errors import CompactError
+    from core.formats.decoding import UNFORESEEN
+    from core.io.rawinput import Line
+
+    if not all(isinstance(item, dict) for item in items):
+        return False
+    try:
+        return not get(target).decode([Line(n, item, b"") for n, item in enumerate(items, 1)], "<converted>")
+    except (CompactError, *UNFORESEEN):
+        return False  # (the reader's own complaint is not this check's to make)
+
+
 # Only the Messages API reads its compaction block (and checks its signature): elsewhere its summary is text.
 COMPACTION_AS_TEXT = "Anthropic compaction blocks (signed, read by the Messages API only), written as their summary text"
 
