@@ -9,7 +9,7 @@ import hashlib
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -29,7 +29,7 @@ from core.errors import CheckFailed, ConfigError
 from core.io import jsonio
 from core.io.staged import is_regular_file
 from core.io.transcript import LineRef, open_input, serialise
-from core.messages import Message, held_message
+from core.messages import Message, countable_text, held_message
 from core.report import CompressionReport, DatasetReport, FormatReport
 from core.run_cache import RunCache, run_key
 
@@ -298,7 +298,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
     losses: list[dict[str, Any]] = []
     if target != transcript.format:
         items, losses = formats.convert(transcript, result.messages, target)
-        _refuse_empty_conversion(items, losses, target, transcript.path)
+        _refuse_empty_conversion(items, losses, target, transcript.path, result.messages)
         result.writer = lambda _messages: formats.serialise_lines(items)
     elif transcript.format != OPENAI:
         result.writer = lambda messages: formats.write(transcript, messages)
@@ -311,11 +311,13 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
     return result
 
 
-def _refuse_empty_conversion(items: list[Any], losses: list[dict[str, Any]], target: str, path: str) -> None:
-    """A conversion whose output compact could not read back (no message left in it) is refused, nothing written."""
+def _refuse_empty_conversion(items: list[Any], losses: list[dict[str, Any]], target: str, path: str,
+                             messages: Sequence[Message]) -> None:
+    """A conversion whose output compact could not read back (no message left in it) is refused, nothing
+    written; a transcript with nothing to send converts to an empty file, as it should."""
     from core.formats.conversion import reads_no_message
 
-    if reads_no_message(items, target):
+    if any(countable_text(m.data).strip() for m in messages) and reads_no_message(items, target):
         lost = "; ".join(f"{loss['what']}: {loss['count']:,}" for loss in losses)
         raise ConfigError(f"--to {target} would write no message (left out: {lost})", path=path,
                           fix="convert to another format, or leave out --to")

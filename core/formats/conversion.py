@@ -6,6 +6,8 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import orjson
+
 from core.formats.anthropic import is_compaction
 from core.formats.base import Decoded, Losses
 from core.formats.detection import OPENAI
@@ -54,8 +56,9 @@ def reads_no_message(items: Sequence[Any], target: str) -> bool:
 
     if not all(isinstance(item, dict) for item in items):
         return False
+    probe = orjson.loads(orjson.dumps(items))  # a reader may normalise what it reads in place
     try:
-        return not get(target).decode([Line(n, item, b"") for n, item in enumerate(items, 1)], "<converted>")
+        return not get(target).decode([Line(n, item, b"") for n, item in enumerate(probe, 1)], "<converted>")
     except (CompactError, *UNFORESEEN):
         return False  # (the reader's own complaint is not this check's to make)
 
