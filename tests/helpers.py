@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from typer.testing import CliRunner
@@ -105,3 +108,13 @@ def check_bad_line(broken: Path, line: int, tmp_path: Path, *args: str) -> tuple
     skipped = json.loads(report.read_text())
     assert [s["line"] for s in skipped["skipped_lines"]] == [line]
     return failed, out.read_bytes(), skipped
+
+
+def load_bench(script: str, name: str) -> ModuleType:
+    """A script of bench/ imported as module ``name`` (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / "bench" / script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fake_messages_api import fake_messages_api
+from tests.npm_clients import installed
 
 CLAUDE_CODE = "2.1.14"
 PROMPT = "What is left to do?"
@@ -29,19 +29,7 @@ PROMPT = "What is left to do?"
 
 @pytest.fixture(scope="module")
 def claude_cli() -> Path:
-    cache = Path(os.environ.get("COMPACT_TEST_CACHE", Path.home() / ".cache" / "compact-tests"))
-    folder = cache / f"claude-code-{CLAUDE_CODE}"
-    cli = folder / "node_modules" / "@anthropic-ai" / "claude-code" / "cli.js"
-    if not cli.exists():
-        if shutil.which("node") is None or shutil.which("npm") is None:
-            pytest.skip("Node.js and npm are needed to install the Claude Code CLI")
-        folder.mkdir(parents=True, exist_ok=True)
-        install = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder),
-                                  f"@anthropic-ai/claude-code@{CLAUDE_CODE}"],
-                                 capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
-        if install.returncode != 0 or not cli.exists():
-            pytest.skip(f"cannot install @anthropic-ai/claude-code@{CLAUDE_CODE}: {install.stderr.strip()[-200:]}")
-    return cli
+    return installed("@anthropic-ai/claude-code", CLAUDE_CODE, "claude-code", "cli.js", timeout=300)
 
 
 def resume(cli: Path, session: bytes, tmp_path: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.fake_responses_api import fake_responses_api
+from tests.npm_clients import installed
 
 CODEX = "0.171.0"
 PROMPT = "What is left to do?"
@@ -34,18 +34,7 @@ COMPACT_LIMIT = 15000
 
 @pytest.fixture(scope="module")
 def codex_cli() -> Path:
-    cache = Path(os.environ.get("COMPACT_TEST_CACHE", Path.home() / ".cache" / "compact-tests"))
-    folder = cache / f"codex-{CODEX}"
-    cli = folder / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
-    if not cli.exists():
-        if shutil.which("node") is None or shutil.which("npm") is None:
-            pytest.skip("Node.js and npm are needed to install the Codex CLI")
-        folder.mkdir(parents=True, exist_ok=True)
-        install = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder),
-                                  f"@openai/codex@{CODEX}"],
-                                 capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-        if install.returncode != 0 or not cli.exists():
-            pytest.skip(f"cannot install @openai/codex@{CODEX}: {install.stderr.strip()[-200:]}")
+    cli = installed("@openai/codex", CODEX, "codex", "bin/codex.js")
     version = subprocess.run(["node", str(cli), "--version"], capture_output=True, text=True, timeout=60,
                              stdin=subprocess.DEVNULL)
     if version.returncode != 0:

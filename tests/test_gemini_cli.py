@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.fake_gemini_api import fake_gemini_api
+from tests.npm_clients import installed
 
 GEMINI_CLI = "0.61.0"
 MODEL = "gemini-2.5-flash"  # a context of 1,048,576 tokens
@@ -35,22 +36,11 @@ COMPRESSION_THRESHOLD = 0.005
 
 @pytest.fixture(scope="module")
 def gemini_cli() -> Path:
-    cache = Path(os.environ.get("COMPACT_TEST_CACHE", Path.home() / ".cache" / "compact-tests"))
-    folder = cache / f"gemini-cli-{GEMINI_CLI}"
-    cli = folder / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js and npm are needed to install the Gemini CLI")
-    node = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=60).stdout
-    if int(node.lstrip("v").split(".")[0] or 0) < 20:
-        pytest.skip(f"the Gemini CLI {GEMINI_CLI} needs Node.js 20 or newer, not {node.strip()}")
-    if not cli.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        install = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder),
-                                  f"@google/gemini-cli@{GEMINI_CLI}"],
-                                 capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
-        if install.returncode != 0 or not cli.exists():
-            pytest.skip(f"cannot install @google/gemini-cli@{GEMINI_CLI}: {install.stderr.strip()[-200:]}")
-    return cli
+    if shutil.which("node") is not None:
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=60).stdout
+        if int(node.lstrip("v").split(".")[0] or 0) < 20:
+            pytest.skip(f"the Gemini CLI {GEMINI_CLI} needs Node.js 20 or newer, not {node.strip()}")
+    return installed("@google/gemini-cli", GEMINI_CLI, "gemini-cli", "bundle/gemini.js")
 
 
 def _settings() -> str:

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import REALDATA
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "peer_summary.py"
+from tests.helpers import load_bench
 
 
 @pytest.fixture(scope="module")
 def peer():
-    spec = importlib.util.spec_from_file_location("peer_summary_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["peer_summary_bench"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("peer_summary.py", "peer_summary_bench")
 
 
 @pytest.fixture(scope="module")

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from core.messages import Message
-from tests.helpers import assistant_calls, call, msg, result
-
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "quality.py"
+from tests.helpers import assistant_calls, call, load_bench, msg, result
 
 
 @pytest.fixture(scope="module")
 def quality():
-    spec = importlib.util.spec_from_file_location("quality_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["quality_bench"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("quality.py", "quality_bench")
 
 
 def messages(*datas: dict) -> list[Message]:
