@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -56,7 +57,10 @@ def reads_no_message(items: Sequence[Any], target: str) -> bool:
 
     if not all(isinstance(item, dict) for item in items):
         return False
-    probe = orjson.loads(orjson.dumps(items))  # a reader may normalise what it reads in place
+    try:  # a copy: a reader may normalise what it reads in place
+        probe = orjson.loads(orjson.dumps(items))
+    except TypeError:  # a lone surrogate orjson refuses (the writer escapes it as JSON.stringify does)
+        probe = copy.deepcopy(items)
     try:
         return not get(target).decode([Line(n, item, b"") for n, item in enumerate(probe, 1)], "<converted>")
     except (CompactError, *UNFORESEEN):
