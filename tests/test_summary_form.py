@@ -124,3 +124,12 @@ def test_a_tool_output_line_the_session_went_back_to_is_quoted_with_its_source()
     assert ("- Read(src/checkpoints.py) output, line 6: def migrate_checkpoint(checkpoint_id: CheckpointID, "
             "store: Store) -> None:") in text
     assert "line 3: def load_rows" not in text  # nobody named it again
+
+
+
+@pytest.mark.parametrize("name", ["48_415fae24d7_0_full.jsonl", "a0_9495d15235_0_full.jsonl"])
+def test_a_skill_claude_code_loads_is_not_a_request_of_the_user(name: str, realdata: Path) -> None:
+    """Claude Code puts a skill's instructions into the conversation as user text ("Base directory
+    for this skill: …"): the summary quoted pages of them as what the user asked."""
+    found = summaries(realdata / "claude-code-compactions" / name, 3000)
+    assert found and not any("Base directory for this skill" in summary for summary in found), found
