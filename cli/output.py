@@ -107,7 +107,9 @@ def kept_orphans(report: dict[str, Any], *, repair: bool) -> tuple[list[int], li
 
 def run_warning(report: dict[str, Any], *, repair: bool = False) -> str:
     """What a transcript's run fell short of, for one line without the table ("" when nothing):
-    the budget missed, invalid lines kept as they were, orphan calls or results kept."""
+    the budget missed, lines the reader left out (as the table words them), orphan calls or results kept."""
+    from cli.render import skipped_lines
+
     parts = []
     if report["over_budget"]:
         budget, after = report["budget"], report["after"]
@@ -115,7 +117,7 @@ def run_warning(report: dict[str, Any], *, repair: bool = False) -> str:
         parts.append(f"the budget ({budget['description']}) was not reached: {after['tokens']:,} tokens, "
                      f"{after['messages']:,} messages after compaction, pinned messages alone need "
                      f"{floor:,} {budget['unit']}")
-    parts += _skipped_part(report["input"], report["skipped_lines"])
+    parts += skipped_lines(report["input"], report["skipped_lines"])
     results, calls, fix = kept_orphans(report, repair=repair)
     if calls:
         parts.append(f"{len(calls):,} tool call(s) without a result kept (line {line_list(calls)}, {fix})")
@@ -125,21 +127,13 @@ def run_warning(report: dict[str, Any], *, repair: bool = False) -> str:
 
 
 def dataset_warning(dataset: Any, path: str) -> str:
-    """A dataset's run: the conversations still over budget and the invalid lines kept ("" when none)."""
+    """A dataset's run: the conversations still over budget and the lines the reader left out ("" when none)."""
+    from cli.render import skipped_lines
+
     over = [row.line for row in dataset.rows if row.over_budget]
     parts = [f"{len(over):,} of {dataset.conversations:,} conversation(s) still over budget (line {line_list(over)})"
              ] if over else []
-    return "; ".join(parts + _skipped_part(path, dataset.skipped_lines))
-
-
-def _skipped_part(path: str, skipped: list[dict[str, Any]]) -> list[str]:
-    """What the reader left out: a cut last line (a session still being written), invalid lines."""
-    cut = [entry["line"] for entry in skipped if entry.get("truncated")]
-    invalid = [entry["line"] for entry in skipped if not entry.get("truncated")]
-    parts = [f"{path}:{cut[0]}: the last line is cut off mid-JSON, as in a session still being written: left out"] if cut else []
-    if invalid:
-        parts.append(f"{len(invalid):,} invalid line(s) left out (line {line_list(invalid)}; the report lists why)")
-    return parts
+    return "; ".join(parts + skipped_lines(path, dataset.skipped_lines))
 
 
 def refuse_in_place_while_written(report: dict[str, Any], file: str) -> None:
