@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -58,7 +58,7 @@ def usage_table(report: dict[str, Any], *, compacted: bool = True, repair: bool 
         parts.append(_verdict(report))
         parts.append(_cache_line(report["prompt_cache"]))
         if report["actions"]:
-            parts.append(_actions_table(report["actions"]))
+            parts.append(_Actions(report["actions"]))
         if report["skipped"]:
             skipped = ", ".join(f"{s['strategy']} ({s['reason']})" for s in report["skipped"])
             parts.append(Text(f"skipped: {skipped}"))
@@ -155,30 +155,40 @@ def _cache_line(cache: dict[str, Any]) -> Text:
                 "from there on are processed anew")
 
 
-def _actions_table(actions: list[dict[str, Any]]) -> Table:
-    table = Table(show_edge=False, pad_edge=False)
-    for name, justify in (
-        ("strategy", "left"),
-        ("pass", "right"),
-        ("removed", "right"),
-        ("rewritten", "right"),
-        ("tokens saved", "right"),
-        ("what it did", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for action in actions:
-        detail = action["detail"] if not action["error"] else f"error: {action['error']}"
-        if len(detail) > DETAIL_CHARS:
-            detail = detail[: DETAIL_CHARS - 1] + "…"  # the report holds it whole
-        table.add_row(
-            action["strategy"],
-            str(action["pass"]),
-            f"{action['messages_removed']:,}",
-            f"{action['messages_changed']:,}",
-            f"{action['tokens_saved']:,}",
-            detail,
-        )
-    return table
+# Below this width the table's last column would be squeezed to a few characters a line: the
+# figures stay a table and what each step did follows it, one line a step.
+WIDE_TABLE = 100
+_ACTION_COLUMNS = (("strategy", "left"), ("pass", "right"), ("removed", "right"), ("rewritten", "right"),
+                   ("tokens saved", "right"))
+
+
+class _Actions:
+    """What each strategy did: one table on a wide console; on a narrow one, the figures and then a
+    line per step (the console's width is known only when it renders)."""
+
+    def __init__(self, actions: list[dict[str, Any]]) -> None:
+        self.actions = actions
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        wide = options.max_width >= WIDE_TABLE
+        table = Table(show_edge=False, pad_edge=False)
+        for name, justify in (*_ACTION_COLUMNS, *((("what it did", "left"),) if wide else ())):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for action in self.actions:
+            figures = (action["strategy"], str(action["pass"]), f"{action['messages_removed']:,}",
+                       f"{action['messages_changed']:,}", f"{action['tokens_saved']:,}")
+            table.add_row(*figures, *((_detail(action),) if wide else ()))
+        yield table
+        if not wide:
+            for action in self.actions:
+                yield Text(f"{action['strategy']} (pass {action['pass']}): {_detail(action)}")
+
+
+def _detail(action: dict[str, Any]) -> str:
+    detail = action["detail"] if not action["error"] else f"error: {action['error']}"
+    if len(detail) > DETAIL_CHARS:
+        detail = detail[: DETAIL_CHARS - 1] + "…"  # the report holds it whole
+    return detail
 
 
 def _warnings(report: dict[str, Any], *, repair: bool) -> list[Text]:

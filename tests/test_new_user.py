@@ -412,3 +412,22 @@ def test_the_formats_run_help_lists_are_the_registered_ones() -> None:
     from core import formats
 
     assert sorted(FORMATS.split(", ")) == sorted(formats.names())
+
+
+def test_on_an_80_column_terminal_each_strategy_name_and_what_it_did_stay_readable() -> None:
+    """A narrow terminal squeezed "what it did" into a ten-character column and cut the names."""
+    import io
+
+    from rich.console import Console
+
+    from cli.render import usage_table
+
+    result = invoke(str(SESSION), "--max-tokens", "8000", "--report", "-", "-o", "/dev/null")
+    report = json.loads(result.stdout)
+    buffer = io.StringIO()
+    Console(file=buffer, width=80, no_color=True, color_system=None).print(usage_table(report))
+    table = buffer.getvalue()
+    assert max(len(line) for line in table.splitlines()) <= 80
+    for action in report["actions"]:
+        assert action["strategy"] in table  # whole, not cut to "deduplicate_fil…"
+    assert "replaced 46 older file-read result(s) with a pointer to the newer read or change" in " ".join(table.split())
