@@ -171,6 +171,9 @@ def _console() -> Any:
     return Console()
 
 
+SHARE_BAR_CHARS = "█░ "
+
+
 def _share(tokens: int, total: int) -> str:
     """A short bar and the percentage of the transcript's tokens."""
     fraction = tokens / total if total else 0.0
@@ -183,17 +186,26 @@ def _n(*figures: int) -> list[str]:
 
 
 def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], caption: str = "", width: int = 0) -> Any:
-    """Figures keep their full width; a long path or list of roles folds; a description takes what is
-    left of ``width`` and is cut there."""
+    """Figures keep their full width; a description takes what is left of ``width`` and is cut there.
+    When the table would not fit ``width``, shares lose their bar, then a path gives up its head
+    ("…" and the tail: the file name is what a reader looks for)."""
     from rich.table import Table
 
     table = Table(title=title or None, title_justify="left", title_style="bold", caption=caption or None,
                   show_edge=False, pad_edge=False)
-    widths = [max([len(name), *(len(row[k]) for row in rows)]) for k, name in enumerate(columns)]
-    fixed = sum(w for name, w in zip(columns, widths) if name != "what") + 3 * (len(columns) - 1)
+    widths = _natural_widths(columns, rows)
+    if width and "share" in columns and _least_width(columns, widths) > width:
+        share = columns.index("share")
+        rows = [[*row[:share], row[share].lstrip(SHARE_BAR_CHARS), *row[share + 1:]] for row in rows]
+        widths = _natural_widths(columns, rows)
+    fixed = sum(w for name, w in zip(columns, widths) if name not in ("what", "path")) + 3 * (len(columns) - 1)
+    if width and "path" in columns:
+        room = max(LEAST_WHAT, width - fixed - (LEAST_WHAT if "what" in columns else 0))
+        at = columns.index("path")
+        rows = [[*row[:at], _tail(row[at], room), *row[at + 1:]] for row in rows]
     for name, natural in zip(columns, widths):
         if name == "what":
-            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(12, width - fixed))
+            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=max(LEAST_WHAT, width - fixed))
         elif name in ("path", "roles"):
             table.add_column(name, overflow="fold", min_width=len(name) + 5)
         else:
@@ -202,6 +214,23 @@ def _table(title: str, columns: tuple[str, ...], rows: list[list[str]], caption:
     for row in rows:
         table.add_row(*row)
     return table
+
+
+# The least a path or a description is given before the shares lose their bars.
+LEAST_PATH, LEAST_WHAT = 30, 12
+
+
+def _least_width(columns: tuple[str, ...], widths: list[int]) -> int:
+    least = {"path": LEAST_PATH, "what": LEAST_WHAT}
+    return sum(min(w, least.get(name, w)) for name, w in zip(columns, widths)) + 3 * (len(columns) - 1)
+
+
+def _natural_widths(columns: tuple[str, ...], rows: list[list[str]]) -> list[int]:
+    return [max([len(name), *(len(row[k]) for row in rows)]) for k, name in enumerate(columns)]
+
+
+def _tail(path: str, room: int) -> str:
+    return path if len(path) <= room else "…" + path[len(path) - room + 1:]
 
 
 def _top(rows: list[Any], limit: int | None) -> tuple[list[Any], str]:
@@ -230,21 +259,21 @@ def print_stats(result: Any, limit: int | None) -> None:
     rows = [[r.role, *_n(r.messages, r.tokens), _share(r.tokens, total)] for r in result.by_role]
     if result.reply_priming:
         rows.append(["(reply priming)", "", *_n(result.reply_priming), _share(result.reply_priming, total)])
-    console.print(_table("tokens by role", ("role", "messages", "tokens", "share"), rows))
+    console.print(_table("tokens by role", ("role", "messages", "tokens", "share"), rows, width=console.width))
 
     tools, caption = _top(result.by_tool, limit)
     rows = [[t.tool, *_n(t.calls, t.results, t.call_tokens, t.result_tokens, t.tokens), _share(t.tokens, total)]
             for t in tools]
     tool_columns = ("tool", "calls", "results", "in calls", "in results", "tokens", "share")
     empty = Text("tokens by tool: no tool calls")
-    console.print(_table("tokens by tool", tool_columns, rows, caption) if rows else empty)
+    console.print(_table("tokens by tool", tool_columns, rows, caption, console.width) if rows else empty)
 
     read_tools = ", ".join(result.read_tools) or "read tool"
     files, caption = _top(result.by_file, limit)
     rows = [[f.path, *_n(f.reads, f.tokens), _share(f.tokens, total)] for f in files]
     title = f"tokens by file read ({read_tools} results)"
     empty = Text(f"tokens by file read: no {read_tools} call with a path")
-    console.print(_table(title, ("path", "reads", "tokens", "share"), rows, caption) if rows else empty)
+    console.print(_table(title, ("path", "reads", "tokens", "share"), rows, caption, console.width) if rows else empty)
 
     largest, caption = _top(result.largest, limit)
     rows = [[str(m.line), m.role, *_n(m.tokens), _share(m.tokens, total), m.what] for m in largest]
@@ -270,7 +299,7 @@ def _print_rereads(console: Any, result: Any, limit: int | None) -> None:
     ))
     shown, caption = _top(rereads, limit)
     rows = [[f.path, *_n(f.reads), _line_list(f.lines), *_n(f.tokens, f.reread_tokens)] for f in shown]
-    console.print(_table("", ("path", "reads", "result lines", "tokens", "superseded"), rows, caption))
+    console.print(_table("", ("path", "reads", "result lines", "tokens", "superseded"), rows, caption, console.width))
 
 
 def _plural(count: int, noun: str) -> str:

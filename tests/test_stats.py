@@ -241,3 +241,23 @@ def test_half_an_emoji_is_shown_not_a_traceback(output_format: str, script_runne
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "half an emoji" in result.stdout
+
+
+def test_on_an_80_column_terminal_every_share_and_the_end_of_every_path_show(
+        realdata: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns the share column was cut to "s" and a path folded over three lines."""
+    monkeypatch.setenv("COLUMNS", "80")
+    session = realdata / "claude-code" / "cctrace-phase0-investigation.jsonl"
+    run = invoke("stats", str(session))
+    assert run.exit_code == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert max(len(line) for line in lines if "│" in line or "┃" in line) <= 80
+    figures = stats_json(session)
+    tool_rows = {line.split()[0]: line for line in lines if line.split() and line.split()[0] in
+                 {t["tool"] for t in figures["by_tool"]}}
+    for tool in figures["by_tool"]:
+        assert f"{tool['tokens'] / figures['tokens']:.1%}" in tool_rows[tool["tool"]]
+    paths = [f["path"] for f in figures["by_file"]]
+    shown = [line.split("│")[0].strip() for line in lines if "│" in line]
+    for path in paths:  # one line each, its file name whole (a long head gives way to "…")
+        assert any(cell.endswith(path.rsplit("/", 1)[-1]) and path.endswith(cell.lstrip("…")) for cell in shown)
