@@ -126,7 +126,8 @@ def validate(file: FileArg, provider: ProviderOpt, source_format: FromOpt = None
         summary = validation_summary(transcript.path, sum(v.items for v in verdicts), provider.value, codes,
                                      conversations=(len(verdicts), rejected))
     else:
-        summary = validation_summary(transcript.path, sum(v.items for v in verdicts), provider.value, codes)
+        summary = validation_summary(transcript.path, len(transcript.messages), provider.value, codes,
+                                     sent=sum(v.items for v in verdicts))
     if codes:
         fix = "--repair drops calls without a result and results without a call, and writes one-id tool_call_ids " \
               "lists as tool_call_id; `compact validate --help` lists " \
@@ -144,10 +145,14 @@ def _warn_left_out(path: str, skipped: list[dict[str, Any]]) -> None:
 
 
 def validation_summary(path: str, messages: int, provider: str, codes: list[str],
-                       conversations: tuple[int, int] | None = None) -> str:
-    where = f"{path}: {messages} messages"
+                       conversations: tuple[int, int] | None = None, sent: int | None = None) -> str:
+    """``sent``: how many messages the provider's request holds, when it differs from the transcript's
+    (Anthropic takes consecutive messages of one role as one)."""
+    where = f"{path}: {_plural(messages, 'message')}"
+    if sent is not None and sent != messages:
+        where += f" ({sent:,} in the {provider} request)"
     if conversations is not None:
-        where = f"{path}: {conversations[0]} conversations ({conversations[1]} rejected), {messages} messages"
+        where = f"{path}: {conversations[0]} conversations ({conversations[1]} rejected), {_plural(messages, 'message')}"
     if not codes:
         return f"{where}, no problems for {provider}"
     tally: dict[str, int] = {}
@@ -244,7 +249,7 @@ def print_stats(result: Any, limit: int | None) -> None:
 
     console = _console()
     total, encoder = result.tokens, result.encoder
-    head = f"{result.messages:,} messages · {total:,} tokens · encoder {encoder.encoding} ({encoder.backend})"
+    head = f"{_plural(result.messages, 'message')} · {total:,} tokens · encoder {encoder.encoding} ({encoder.backend})"
     if encoder.fallback_reason:
         head += f" — fell back from {encoder.requested}: {encoder.fallback_reason}"
     if result.uncounted["messages"]:

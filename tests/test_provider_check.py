@@ -202,8 +202,20 @@ def test_validate_exits_0_with_a_summary_on_stderr(samples: Path) -> None:
     assert run.exit_code == 0 and run.stdout == ""
     assert (
         run.stderr
-        == f"compact: {samples / 'agent_session.jsonl'}: 287 messages, no problems for anthropic\n"
+        == f"compact: {samples / 'agent_session.jsonl'}: 350 messages (287 in the anthropic request), no problems for anthropic\n"
     )
+
+
+def test_the_summary_counts_the_transcript_and_says_when_the_request_holds_fewer(realdata: Path, tmp_path: Path) -> None:
+    session = realdata / "codex-cli" / "simonw-codex-homelab-session-head.jsonl"
+    run = invoke("validate", str(session), "--for", "anthropic")
+    # Three user messages in a row: Anthropic takes them as one.
+    assert run.stderr == f"compact: {session}: 3 messages (1 in the anthropic request), no problems for anthropic\n"
+    assert "3 messages, no problems for openai" in invoke("validate", str(session), "--for", "openai").stderr
+    single = tmp_path / "one.jsonl"
+    single.write_text('{"role": "user", "content": "hi"}\n')
+    assert invoke("validate", str(single), "--for", "openai").stderr.endswith(": 1 message, no problems for openai\n")
+    assert invoke("stats", str(session)).stdout.splitlines()[1].startswith("3 messages · ")
 
 
 def test_validate_exits_2_on_bad_usage_or_input(samples: Path) -> None:
