@@ -234,6 +234,10 @@ def _saved(before: int, after: int) -> str:
     return f"{(before - after) / before:.0%}" if before else "–"
 
 
+# Below this width a strategies column folds every row into lines of cut names.
+STRATEGIES_SHOWN_FROM = 120
+
+
 def print_batch(document: Any, console: Any, *, top: int = 20, dry_run: bool = False) -> None:
     """The rows (up to ``top``), the totals and the first failures of a BatchReport, as rich tables."""
     from rich.table import Table
@@ -250,16 +254,18 @@ def print_batch(document: Any, console: Any, *, top: int = 20, dry_run: bool = F
         grid.add_column("status", no_wrap=True)
         for name in ("messages", "tokens", "saved"):
             grid.add_column(name, justify="right", no_wrap=True)
-        grid.add_column("strategies", min_width=22)  # the longest name, deduplicate_file_reads
+        listed = console.width >= STRATEGIES_SHOWN_FROM  # (narrower, the totals name them)
+        if listed:
+            grid.add_column("strategies", min_width=22)  # the longest name, deduplicate_file_reads
         for row in shown:
             name = os.path.relpath(row.output, document.out)  # the input's path below the common root
             if row.status == "failed":
-                grid.add_row(name, Text("failed", style="red"), "", "", "", "")
+                grid.add_row(name, Text("failed", style="red"), "", "", "", *([""] if listed else []))
                 continue
             kind = f" ({row.conversations:,} conv.)" if row.kind == "dataset" else ""
             grid.add_row(name + kind, row.status.replace("_", " "), _arrow(row.messages_before, row.messages_after),
                          _arrow(row.tokens_before, row.tokens_after), _saved(row.tokens_before, row.tokens_after),
-                         ", ".join(row.strategies))
+                         *([", ".join(row.strategies)] if listed else []))
         console.print(grid)
         if len(shown) < len(rows):
             console.print(Text(f"… {len(rows) - len(shown):,} more row(s) in the report (--top 0 shows all)"))

@@ -494,3 +494,19 @@ def test_an_output_folder_that_cannot_be_made_is_a_clear_reason(tmp_path: Path, 
     assert result.exit_code == 1
     assert f"{tmp_path / 'out' / 'a'}: cannot create the output folder: File exists" in result.stderr
     assert "Errno" not in result.stderr
+
+
+@pytest.mark.parametrize(("columns", "listed"), [(80, False), (160, True)])
+def test_on_a_narrow_terminal_the_rows_leave_the_strategies_to_the_totals(
+        columns: int, listed: bool, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 80 columns a strategies column folded every row into six lines of cut names."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result, _ = run_batch(str(tree / "a"), "--out", str(tmp_path / "out"), *BUDGET)
+    assert result.exit_code == 0, result.stderr
+    table = [line for line in result.stdout.splitlines() if "│" in line or "┃" in line]
+    assert max(len(line) for line in table) <= columns
+    header = next(line for line in table if "┃" in line)
+    assert ("strategies" in header) is listed
+    session = next(line for line in table if line.startswith("session.jsonl"))
+    assert session.split("│")[1].strip() == "compacted"  # one line a row
+    assert "clear_tool_results" in " ".join(result.stdout.split())  # the totals name every strategy
