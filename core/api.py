@@ -296,7 +296,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
     )
     target = options.target_format or transcript.format
     losses: list[dict[str, Any]] = []
-    if target != transcript.format:
+    if target != transcript.format or options.target_format and formats.get(target).renders_anew(transcript):
         items, losses = formats.convert(transcript, result.messages, target)
         _refuse_empty_conversion(items, losses, target, transcript.path, result.messages)
         result.writer = lambda _messages: formats.serialise_lines(items)

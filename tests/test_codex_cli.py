@@ -158,3 +158,16 @@ def test_codex_resumes_a_compacted_rollout_it_wrote_itself(codex_cli: Path, real
     assert [text_of(i) for i in request["input"] if i.get("role") == "user"].count(PROMPT) == 2  # both turns
     summaries = [i for i in request["input"] if i["type"] == "message" and text_of(i).startswith("CUCA summary:")]
     assert len(summaries) == 1  # the first compaction's summary folded into the second's, not summarised
+
+
+def test_codex_resumes_a_2025_layout_rollout_that_to_codex_rewrote(codex_cli: Path, realdata: Path, tmp_path: Path) -> None:
+    """Codex resumes no rollout of the 2025 layout ("failed to read session metadata"); `--to codex`
+    writes it in the envelope layout, which it does resume."""
+    rollout = compacted(realdata / "codex-cli-2025-layout" / "legacy-layout-thirdparty-synthetic.jsonl",
+                        "--unlimited", "--to", "codex")
+    [request] = resume(codex_cli, rollout, tmp_path)
+    history = items(rollout)
+    assert rows(rollout)[0]["type"] == "session_meta" and len(history) == 5
+    # Every item of the rollout, in order (Codex sends a reasoning item's absent content as null).
+    assert [{k: v for k, v in i.items() if v is not None} for i in request["input"][1:1 + len(history)]] == history
+    assert text_of(request["input"][1]) == "Create a README file" and text_of(request["input"][-1]) == PROMPT

@@ -97,6 +97,26 @@ def test_unlimited_round_trip_and_conversion_to_the_envelope_layout(tmp_path: Pa
     assert all(line["type"] == "response_item" for line in written[1:])
 
 
+def test_to_codex_writes_a_2025_rollout_in_the_layout_codex_resumes_today(tmp_path: Path) -> None:
+    """Codex 0.171 resumes no 2025-layout rollout: asking for codex by name writes the envelope layout,
+    compacted or not, and says what of the old header it could not carry. Without --to the layout stays."""
+    kept, _ = invoke_with_report(str(ROLLOUT), "--max-tokens", "300", tmp_path=tmp_path)
+    assert "type" not in lines_of(kept.stdout)[0]  # (the header: written back as it was)
+    for budget in (["--unlimited"], ["--max-tokens", "300"]):
+        upgraded, report = invoke_with_report(str(ROLLOUT), *budget, "--to", "codex", tmp_path=tmp_path)
+        assert upgraded.exit_code == 0, upgraded.stderr
+        written = lines_of(upgraded.stdout)
+        assert written[0]["type"] == "session_meta" and written[0]["payload"]["id"]
+        assert all(line["type"] == "response_item" for line in written[1:])
+        assert report["format"]["input"] == report["format"]["output"] == "codex"
+        assert {"what": "Codex CLI rollout lines that are not messages", "count": 7} in report["format"]["losses"]
+        assert_paired([line["payload"] for line in written[1:]])
+    envelope = tmp_path / "envelope.jsonl"
+    envelope.write_text(upgraded.stdout)
+    again, _ = invoke_with_report(str(envelope), "--unlimited", "--to", "codex", tmp_path=tmp_path)
+    assert again.stdout == upgraded.stdout  # an envelope rollout is written back, not rendered anew
+
+
 def test_a_file_mixing_the_two_layouts_is_refused_naming_the_line(tmp_path: Path) -> None:
     envelope = {"timestamp": "2025-11-03T09:00:00.000Z", "type": "response_item",
                 "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}}

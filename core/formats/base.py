@@ -232,6 +232,11 @@ class Codec:
         """Canonical messages written fresh in this format (``--to``); what it cannot carry goes in ``losses``."""
         raise NotImplementedError
 
+    def renders_anew(self, decoded: Decoded) -> bool:
+        """Is ``decoded`` in an old layout of this format, which ``--to`` this format renders afresh in
+        today's (its client no longer resumes the old one)? Without ``--to`` a file keeps its layout."""
+        return False
+
     def knows(self, data: dict[str, Any]) -> bool:
         """Is this line something the format defines (not merely a line it would pass through unread)?
 

@@ -225,6 +225,9 @@ class Codex(Codec):
         return unread_before(super().unread(decoded), decoded,
                              "rollout lines before the newest compaction (Codex resumes from it)")
 
+    def renders_anew(self, decoded: Decoded) -> bool:
+        return _legacy(decoded.lines)  # (Codex 0.171 fails to read the session metadata of one)
+
     def encode(self, decoded: Decoded, result: Sequence[Message]) -> Iterator[Item]:
         if _legacy(decoded.lines):
             yield from RESPONSES.encode(decoded, result)  # the 2025 layout writes back as bare items do
