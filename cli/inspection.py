@@ -334,7 +334,7 @@ def print_diff(result: Any) -> None:
         console.print(Text("no changes"))
         return
     rows = []
-    for run in _runs(result.changes):
+    for run in _runs(result.changes, result.kept_lines):
         first, last = run[0], run[-1]
         before = "" if first.before_line is None else str(first.before_line)
         if len(run) > 1:
@@ -349,15 +349,18 @@ def print_diff(result: Any) -> None:
     console.print(_table("changes", ("change", "line", "new line", "roles", "tokens", "new tokens"), rows))
 
 
-def _runs(changes: list[Any]) -> list[list[Any]]:
-    """Removed messages on consecutive lines as one row; every other change on its own."""
+def _runs(changes: list[Any], kept_lines: list[int]) -> list[list[Any]]:
+    """Removed messages with no kept message between them as one row (the lines between them, if
+    any, hold no message); every other change on its own."""
+    import bisect
+
     runs: list[list[Any]] = []
     for change in changes:
         previous = runs[-1][-1] if runs else None
         if (
             previous is not None and change.change == previous.change == "removed"
             and change.before_line is not None and previous.before_line is not None
-            and change.before_line == previous.before_line + 1
+            and bisect.bisect(kept_lines, previous.before_line) == bisect.bisect(kept_lines, change.before_line)
         ):
             runs[-1].append(change)
         else:

@@ -223,6 +223,20 @@ def test_the_table_shows_totals_and_runs_of_removed_lines(samples: Path, tmp_pat
     assert "added" in text
 
 
+def test_a_run_of_removed_messages_goes_on_over_lines_that_hold_no_message(realdata: Path, tmp_path: Path) -> None:
+    """A Claude Code log holds lines that are no message (snapshots, hook progress): removed messages
+    around them are one run, not a row for every gap (the summary of cctrace made some 80 rows)."""
+    source = realdata / "claude-code" / "cctrace-phase0-investigation.jsonl"
+    out = tmp_path / "out.jsonl"
+    assert invoke(str(source), "--max-tokens", "8000", "-o", str(out), "-q").exit_code == 0
+    document = json.loads(invoke("diff", str(source), str(out), "--format", "json").stdout)
+    removed = [c for c in document["changes"] if c["change"] == "removed"]
+    table = invoke("diff", str(source), str(out)).stdout
+    rows = [line for line in table.splitlines() if line.startswith("removed") and line.count("│") == 5]
+    assert len(rows) < len(removed) / 4
+    assert sum(int(r.split()[1].lstrip("×")) if "×" in r else 1 for r in rows) == len(removed)
+
+
 def test_bad_usage_and_input_exit_2(samples: Path, tmp_path: Path) -> None:
     both_stdin = invoke("diff", "-", "-")
     assert both_stdin.exit_code == 2 and "cannot both be stdin" in both_stdin.stderr

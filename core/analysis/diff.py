@@ -80,6 +80,7 @@ class TranscriptDiff:
     encoder: EncoderChoice
     changes: list[Change]
     kept_messages: int
+    kept_lines: list[int]  # the BEFORE lines of the kept messages, in order (where a run of removals ends)
     kept_tokens: int
     left_out: list[tuple[str, list[dict[str, Any]]]] = field(default_factory=list)  # (path, lines the reader left out)
 
@@ -139,6 +140,7 @@ def diff_files(
         encoder=choice,
         changes=changes,
         kept_messages=len(kept),
+        kept_lines=sorted(line for i, _ in kept if (line := counted_before[i].line) is not None),
         kept_tokens=sum(counted_after[j].tokens for _, j in kept),
         left_out=[(side.path, side.skipped_lines) for side in (before, after) if side.skipped_lines],
     )
