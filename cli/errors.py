@@ -18,6 +18,7 @@ from core.errors import CompactError
 _click_exceptions = typer.core._click.exceptions
 UsageError = _click_exceptions.UsageError
 NoArgsIsHelpError = _click_exceptions.NoArgsIsHelpError
+MissingParameter = _click_exceptions.MissingParameter
 # The base class typer's group methods are declared with (typer.Context is a subclass of it).
 ClickContext = typer.core._click.core.Context
 get_current_context = typer.core._click.globals.get_current_context
@@ -54,6 +55,9 @@ def usage_line(exc: Any, fallback: str = "compact") -> str:
     message = " ".join(exc.format_message().split())  # "No such option: --x\nDid you mean …" on one line
     message = message.replace("Value error, ", "").rstrip(".")
     message = message[:1].lower() + message[1:] if message[:2] != message[:2].upper() else message
+    param = getattr(exc, "param", None)
+    if isinstance(exc, MissingParameter) and "`-` reads stdin" in (getattr(param, "help", None) or ""):
+        message += ": give a transcript's path, or - to read standard input"  # (`cat x | compact` names no FILE)
     ctx = getattr(exc, "ctx", None)
     command = ctx.command_path if ctx is not None else fallback  # click leaves ctx unset for some errors
     return f"{message} (see `{command} --help`)"
