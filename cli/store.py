@@ -137,5 +137,5 @@ def stats(store: StoreOpt = None, output_format: FormatOpt = Format.text) -> Non
         return
     width = max(len(key) for key in data)
     for key, value in data.items():
-        shown = "none" if value is None else value
+        shown = "none" if value is None else f"{value:,}" if isinstance(value, int) and key != "schema_version" else value
         typer.echo(f"{key.replace('_', ' '):<{width}}  {shown}")

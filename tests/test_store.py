@@ -594,6 +594,8 @@ def test_compact_store_stats(filled: Path) -> None:
     rows = dict(line.split("  ", 1) for line in text.stdout.splitlines())
     assert rows["messages"].strip() == "2" and rows["max bytes"].strip() == "none"
     assert rows["path"].strip() == str(filled)
+    assert rows["bytes on disk"].strip() == f"{data['bytes_on_disk']:,}"  # (grouped, as every table's figures)
+    assert rows["schema version"].strip() == str(data["schema_version"])
 
 
 def test_an_empty_file_is_not_a_store_to_read(path: Path) -> None:
