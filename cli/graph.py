@@ -59,24 +59,12 @@ def _file(metavar: str, help_text: str) -> Any:
     )
 
 
-MaxNodes = Annotated[
-    int | None,
-    typer.Option(
-        "--max-nodes",
-        min=0,
-        help="Node cap of the resulting graph.",
-        show_default=str(DEFAULT_MAX_NODES),
-    ),
-]
-MaxRelationships = Annotated[
-    int | None,
-    typer.Option(
-        "--max-relationships",
-        min=0,
-        help="Relationship cap of the resulting graph.",
-        show_default=str(DEFAULT_MAX_RELATIONSHIPS),
-    ),
-]
+def _cap(flag: str, what: str, default: int) -> Any:
+    return typer.Option(flag, min=0, help=f"{what} cap of the resulting graph.", show_default=str(default))
+
+
+MaxNodes = Annotated[int | None, _cap("--max-nodes", "Node", DEFAULT_MAX_NODES)]
+MaxRelationships = Annotated[int | None, _cap("--max-relationships", "Relationship", DEFAULT_MAX_RELATIONSHIPS)]
 EvictOption = Annotated[
     Eviction,
     typer.Option(
