@@ -133,7 +133,8 @@ LONE_PUNCTUATION = re.compile(r"[()\[\]{}:;,.]*")
 
 def _code_lines(text: str) -> list[tuple[int, str]]:
     """The lines a repeat is looked for in, with their numbers: white space folded; blank lines,
-    comments, lone punctuation and import statements (every line of a multi-line one) left out."""
+    comments, lone punctuation and import statements left out (every line of a multi-line one: the
+    codecs all import the same names from core.formats.base, which no helper could fold)."""
     imports = {number for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Import | ast.ImportFrom)
                for number in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
     kept = []
