@@ -96,15 +96,15 @@ def run(
 
 def _summary_failure(result: Any, summarizer: str | None) -> str:
     """What the model summarizer's failure left without a summary, or "" when it did not fail."""
+    from cli.output import line_list
     from core.report import summary_failed
 
     if result.compression is None and result.dataset is not None:  # a conversation-per-line dataset
         lines = [row.line for row in result.dataset.rows if row.summary_failed]
         if not lines:
             return ""
-        shown = ", ".join(str(n) for n in lines[:5]) + (", …" if len(lines) > 5 else "")
         return (f"the summarizer failed on {len(lines):,} of {result.dataset.conversations:,} conversations "
-                f"(line {shown}): they were written without a summary (a rerun tries them again)")
+                f"(line {line_list(lines, most=5)}): they were written without a summary (a rerun tries them again)")
     if summary_failed(result.report.get("actions") or [], summarizer):
         return "the summarizer failed: the transcript was written without a summary (a rerun tries again)"
     return ""

@@ -9,12 +9,14 @@ fast. Domain errors propagate to the boundary in ``cli.errors``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from cli.options import takes
 from cli.output import check_output_target, print_json, write_json
 from core.errors import CheckFailed, InputError
 from core.graph.options import (
@@ -57,24 +59,12 @@ def _file(metavar: str, help_text: str) -> Any:
     )
 
 
-MaxNodes = Annotated[
-    int | None,
-    typer.Option(
-        "--max-nodes",
-        min=0,
-        help="Node cap of the resulting graph.",
-        show_default=str(DEFAULT_MAX_NODES),
-    ),
-]
-MaxRelationships = Annotated[
-    int | None,
-    typer.Option(
-        "--max-relationships",
-        min=0,
-        help="Relationship cap of the resulting graph.",
-        show_default=str(DEFAULT_MAX_RELATIONSHIPS),
-    ),
-]
+def _cap(flag: str, what: str, default: int) -> Any:
+    return typer.Option(flag, min=0, help=f"{what} cap of the resulting graph.", show_default=str(default))
+
+
+MaxNodes = Annotated[int | None, _cap("--max-nodes", "Node", DEFAULT_MAX_NODES)]
+MaxRelationships = Annotated[int | None, _cap("--max-relationships", "Relationship", DEFAULT_MAX_RELATIONSHIPS)]
 EvictOption = Annotated[
     Eviction,
     typer.Option(
@@ -103,14 +93,25 @@ ReportOption = Annotated[
 ]
 
 
-def _caps(max_nodes: int | None, max_relationships: int | None, evict: Eviction) -> GraphCaps:
-    from core.graph import GraphCaps
+@dataclass(frozen=True)
+class SnapshotFlags:
+    """The caps a snapshot a command makes is held to, and where it and its report go: the flags
+    `graph merge` and `graph import` share."""
 
-    return GraphCaps(
-        DEFAULT_MAX_NODES if max_nodes is None else max_nodes,
-        DEFAULT_MAX_RELATIONSHIPS if max_relationships is None else max_relationships,
-        evict,
-    )
+    max_nodes: MaxNodes = None
+    max_relationships: MaxRelationships = None
+    evict: EvictOption = Eviction.NONE
+    output: OutputOption = None
+    report: ReportOption = None
+
+    def caps(self) -> GraphCaps:
+        from core.graph import GraphCaps
+
+        return GraphCaps(
+            DEFAULT_MAX_NODES if self.max_nodes is None else self.max_nodes,
+            DEFAULT_MAX_RELATIONSHIPS if self.max_relationships is None else self.max_relationships,
+            self.evict,
+        )
 
 
 def _produce(output: Path | None, report: str | None, work: Callable[[], tuple[Any, Any]]) -> None:
@@ -189,11 +190,13 @@ def validate(
 
 
 @graph_app.command("merge", short_help="Merge one snapshot into another, all or nothing.")
+@takes
 def merge(
     base: Annotated[Path, _file("BASE", "The snapshot merged into.")],
     incoming: Annotated[
         Path, _file("INCOMING", "The snapshot (or delta) merged in; it may point at nodes of BASE.")
     ],
+    result: SnapshotFlags,
     policy: Annotated[
         ConflictPolicy, typer.Option("--policy", help="Who wins on an id conflict.")
     ] = ConflictPolicy.MERGE,
@@ -201,36 +204,28 @@ def merge(
         WeightRule,
         typer.Option("--weights", help="How the weights of a relationship on both sides combine."),
     ] = WeightRule.INCOMING,
-    max_nodes: MaxNodes = None,
-    max_relationships: MaxRelationships = None,
-    evict: EvictOption = Eviction.NONE,
-    output: OutputOption = None,
-    report: ReportOption = None,
 ) -> None:
     """Merge INCOMING into BASE, all or nothing; the merged snapshot goes to -o or stdout."""
     from core.graph import MergePolicy, merge_snapshot_files
 
     def work() -> tuple[Any, Any]:
         merge_policy = MergePolicy(policy, weights)
-        return merge_snapshot_files(base, incoming, merge_policy, caps=_caps(max_nodes, max_relationships, evict))
+        return merge_snapshot_files(base, incoming, merge_policy, caps=result.caps())
 
-    _produce(output, report, work)
+    _produce(result.output, result.report, work)
 
 
 @graph_app.command("import", short_help="Validate and normalise a snapshot; report what it holds.")
+@takes
 def import_(
     snapshot: Annotated[Path, _file("SNAPSHOT", "The snapshot to import.")],
-    max_nodes: MaxNodes = None,
-    max_relationships: MaxRelationships = None,
-    evict: EvictOption = Eviction.NONE,
-    output: OutputOption = None,
-    report: ReportOption = None,
+    result: SnapshotFlags,
 ) -> None:
     """Validate and normalise a snapshot (all fields written, labels once); report what it holds."""
     from core.graph import import_snapshot_file
 
-    caps = _caps(max_nodes, max_relationships, evict)
-    _produce(output, report, lambda: import_snapshot_file(snapshot, caps=caps))
+    caps = result.caps()
+    _produce(result.output, result.report, lambda: import_snapshot_file(snapshot, caps=caps))
 
 
 @graph_app.command("render", short_help="Print the graph message a transcript would get.")

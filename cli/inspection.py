@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.options import CountingFlags, FromOpt, TableOrJson, takes
-from cli.output import print_json
+from cli.output import line_list, print_json
 from core.analysis.provider_check import REPAIRABLE
 from core.errors import CheckFailed, ConfigError
 
@@ -303,17 +303,12 @@ def _print_rereads(console: Any, result: Any, limit: int | None) -> None:
         style="bold",
     ))
     shown, caption = _top(rereads, limit)
-    rows = [[f.path, *_n(f.reads), _line_list(f.lines), *_n(f.tokens, f.reread_tokens)] for f in shown]
+    rows = [[f.path, *_n(f.reads), line_list(f.lines, most=5), *_n(f.tokens, f.reread_tokens)] for f in shown]
     console.print(_table("", ("path", "reads", "result lines", "tokens", "superseded"), rows, caption, console.width))
 
 
 def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def _line_list(lines: tuple[int | None, ...], most: int = 5) -> str:
-    shown = ", ".join(str(n) for n in lines[:most])
-    return shown + (", …" if len(lines) > most else "")
 
 
 def print_diff(result: Any) -> None:

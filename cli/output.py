@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +90,9 @@ def _unwritable(option: str, target: Path, given: str) -> tuple[str, str] | None
 LINES_SHOWN = 10  # line numbers a warning lists before "…"
 
 
-def line_list(lines: list[int]) -> str:
-    return ", ".join(str(n) for n in lines[:LINES_SHOWN]) + (", …" if len(lines) > LINES_SHOWN else "")
+def line_list(lines: Sequence[int | None], most: int = LINES_SHOWN) -> str:
+    """Line numbers as every warning and table lists them: the first ``most``, then "…" for the rest."""
+    return ", ".join(str(n) for n in lines[:most]) + (", …" if len(lines) > most else "")
 
 
 def kept_orphans(report: dict[str, Any], *, repair: bool) -> tuple[list[int], list[int], str]:

@@ -110,12 +110,13 @@ def dataset_table(report: Any, *, compacted: bool = True) -> Group:
 def skipped_lines(path: str, skipped: list[dict[str, Any]]) -> list[str]:
     """What the reader left out, naming the file and the lines: the cut last line of a file still being
     written, and the invalid lines --skip-invalid left out."""
+    from cli.output import line_list
+
     cut = [entry for entry in skipped if entry.get("truncated")]
     invalid = [entry["line"] for entry in skipped if not entry.get("truncated")]
     lines = [f"{path}:{entry['line']}: {entry['error']}" for entry in cut]
     if invalid:
-        shown = ", ".join(f"{line:,}" for line in invalid[:10]) + (", …" if len(invalid) > 10 else "")
-        lines.append(f"{path}: {len(invalid):,} invalid line(s) left out (line {shown}; the report lists why)")
+        lines.append(f"{path}: {len(invalid):,} invalid line(s) left out (line {line_list(invalid)}; the report lists why)")
     return lines
 
 
@@ -204,7 +205,7 @@ def _warnings(report: dict[str, Any], *, repair: bool) -> list[Text]:
 
 def _orphan_lines(report: dict[str, Any], *, repair: bool) -> list[Text]:
     """The input's orphan calls and results: a warning for those still there, a note for those --repair dropped."""
-    from cli.output import kept_orphans
+    from cli.output import kept_orphans, line_list
 
     orphans = report["orphans"]
     repaired = {e["line"] for e in report["removed"] if e["strategy"] == "repair"}
@@ -212,20 +213,18 @@ def _orphan_lines(report: dict[str, Any], *, repair: bool) -> list[Text]:
     lines = []
     if results:
         lines.append(Text(f"warning: {len(results)} tool result(s) without their call "
-                          f"(line {', '.join(map(str, results[:10]))}); {fix}", style="yellow"))
+                          f"(line {line_list(results)}); {fix}", style="yellow"))
     if calls:
         lines.append(Text(f"warning: {len(calls)} tool call(s) without a result "
-                          f"(line {', '.join(map(str, calls[:10]))}); {fix}", style="yellow"))
+                          f"(line {line_list(calls)}); {fix}", style="yellow"))
     dropped_results = [n for n in orphans["results"] if n in repaired]
     dropped_calls = [c["line"] for c in orphans["calls"] if c["line"] in repaired]
     if dropped_results or dropped_calls:
         what = []
         if dropped_calls:
-            what.append(f"{len(dropped_calls)} tool call(s) without a result (line "
-                        f"{', '.join(map(str, dropped_calls[:10]))})")
+            what.append(f"{len(dropped_calls)} tool call(s) without a result (line {line_list(dropped_calls)})")
         if dropped_results:
-            what.append(f"{len(dropped_results)} tool result(s) without their call (line "
-                        f"{', '.join(map(str, dropped_results[:10]))})")
+            what.append(f"{len(dropped_results)} tool result(s) without their call (line {line_list(dropped_results)})")
         lines.append(Text(f"repaired: --repair dropped {' and '.join(what)}"))
     return lines
 

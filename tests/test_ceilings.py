@@ -2,7 +2,8 @@
 
 A module of ``core/`` or ``cli/`` holds at most 500 lines, a function body at most 60, a
 function outside ``cli/`` takes at most 12 parameters (a typer command declares one per
-option), and the README's layout map names every module of ``core/engine/``.
+option), at most 10 pairs of places repeat six lines of each other, and the README's layout map
+names every module of ``core/engine/``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 500
 MAX_BODY_LINES = 60
 MAX_PARAMETERS = 12
+MAX_REPEATED_PAIRS = 10  # none today: room for a few repeats not worth a helper, not for drift
+REPEAT_LINES = 6
 
 # Known excess, each at today's figure so it cannot grow (the test says when an entry can go).
 MODULE_LINES_ALLOWED: dict[str, int] = {}
@@ -122,3 +126,89 @@ def test_no_limit_has_one_name() -> None:
                for node in ast.parse(path.read_text(encoding="utf-8")).body
                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "UNLIMITED" for t in node.targets)]
     assert defined == ["core/engine/budget.py"]
+
+
+LONE_PUNCTUATION = re.compile(r"[()\[\]{}:;,.]*")
+
+
+def _code_lines(text: str) -> list[tuple[int, str]]:
+    """The lines a repeat is looked for in, with their numbers: white space folded; blank lines,
+    comments, lone punctuation and import statements left out (every line of a multi-line one: the
+    codecs all import the same names from core.formats.base, which no helper could fold)."""
+    imports = {number for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Import | ast.ImportFrom)
+               for number in range(node.lineno, (node.end_lineno or node.lineno) + 1)}
+    kept = []
+    for number, line in enumerate(text.splitlines(), 1):
+        folded = " ".join(line.split())
+        if folded and not folded.startswith("#") and not LONE_PUNCTUATION.fullmatch(folded) and number not in imports:
+            kept.append((number, folded))
+    return kept
+
+
+def _repeated_pairs(root: Path, folders: tuple[str, ...] = ("core", "cli")) -> dict[tuple[str, str], list[str]]:
+    """The pairs of files (a file with itself for two places in it) that share a run of six or more
+    code lines, each with its runs as ``a.py:10-17 ~ b.py:40-47``.
+
+    Identical text only (after folding white space): code alike but for its names is not found;
+    the `duplicates` command finds that too. Windows of six lines that stand next to each other in
+    both places make one run; a file pair with several runs counts once."""
+    lines = {path.relative_to(root).as_posix(): _code_lines(path.read_text(encoding="utf-8"))
+             for folder in folders for path in sorted((root / folder).rglob("*.py"))}
+    places: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for name, kept in lines.items():
+        for start in range(len(kept) - REPEAT_LINES + 1):
+            places["\n".join(text for _, text in kept[start:start + REPEAT_LINES])].append((name, start))
+    shared: dict[tuple[str, str], set[tuple[int, int]]] = defaultdict(set)
+    for spots in places.values():
+        for index, (first, start) in enumerate(spots):
+            for second, other in spots[index + 1:]:
+                shared[first, second].add((start, other))
+    pairs = {}
+    for (first, second), starts in sorted(shared.items()):
+        runs = []
+        for start, other in sorted(starts):
+            if (start - 1, other - 1) in starts:
+                continue  # inside a run already listed
+            end = start
+            while (end + 1, other + end + 1 - start) in starts:
+                end += 1
+            last = end + REPEAT_LINES - 1
+            runs.append(f"{first}:{lines[first][start][0]}-{lines[first][last][0]} ~ "
+                        f"{second}:{lines[second][other][0]}-{lines[second][other + last - start][0]}")
+        pairs[first, second] = runs
+    return pairs
+
+
+def _too_many_repeats(root: Path, ceiling: int) -> str | None:
+    pairs = _repeated_pairs(root)
+    if len(pairs) <= ceiling:
+        return None
+    listed = "\n".join(f"  {runs[0]}" + (f" (+{len(runs) - 1} more runs)" if len(runs) > 1 else "")
+                       for runs in pairs.values())
+    return (f"{len(pairs)} pairs of places in core/ and cli/ repeat {REPEAT_LINES} or more lines (at most {ceiling});"
+            f" fold them into one helper where the logic is the same:\n{listed}")
+
+
+def test_at_most_10_pairs_of_places_in_core_and_cli_repeat_six_lines() -> None:
+    problem = _too_many_repeats(ROOT, MAX_REPEATED_PAIRS)
+    assert problem is None, problem
+
+
+def test_the_repeat_check_names_a_planted_repeat_and_nothing_else(tmp_path: Path) -> None:
+    body = [f"total = total + weights[{n}] * values[{n}]" for n in range(8)]
+    (tmp_path / "core").mkdir()
+    (tmp_path / "cli").mkdir()
+    (tmp_path / "core" / "a.py").write_text("\n".join([
+        "from core.messages import (", "    a,", "    b,", "    c,", "    d,", "    e,", "    f,", ")",
+        "def first(weights, values):", "    total = 0", *("    " + line for line in body), "    return total", ""]))
+    # The same lines, indented otherwise and with a comment and a blank line between them: still a repeat.
+    (tmp_path / "cli" / "b.py").write_text("\n".join([
+        "from core.messages import (", "    a,", "    b,", "    c,", "    d,", "    e,", "    f,", ")",
+        "class Second:", "    def second(self, weights, values):", *("        " + line for line in body[:3]),
+        "        # halfway", "", *("        " + line for line in body[3:]), "        return None", ""]))
+    # Five lines in common are not a repeat.
+    (tmp_path / "cli" / "c.py").write_text("\n".join(["def third(weights, values):", *("    " + line for line in body[:5]), ""]))
+    assert _repeated_pairs(tmp_path) == {("core/a.py", "cli/b.py"): ["core/a.py:11-18 ~ cli/b.py:11-20"]}
+    problem = _too_many_repeats(tmp_path, 0)
+    assert problem is not None and "core/a.py:11-18 ~ cli/b.py:11-20" in problem
+    assert _too_many_repeats(tmp_path, 1) is None

@@ -220,3 +220,21 @@ def test_a_graph_report_into_a_folder_fails_before_the_snapshot_reaches_stdout(t
     assert result.exit_code == 2, result.output
     assert result.stdout == ""
     assert result.stderr.startswith(f"compact: error: {target}: cannot write: --report names a folder")
+
+
+def test_a_long_list_of_lines_shows_ten_then_an_ellipsis(tmp_path: Path) -> None:
+    # The warning line and the --table warning list the same way: ten line numbers, then "…".
+    import json
+
+    calls = [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_{n}", "type": "function", "function": {"name": "run_shell", "arguments": "{}"}}]}
+        for n in range(12)]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in [{"role": "user", "content": "go"}, *calls]))
+    listed = "(line 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, …"
+    line = invoke(str(source), "--max-tokens", "8000", "-o", str(tmp_path / "a"))
+    assert line.exit_code == 0, line.output
+    assert f"12 tool call(s) without a result kept {listed}" in _warning(line)
+    table = invoke(str(source), "--max-tokens", "8000", "--table", "-o", str(tmp_path / "b"))
+    assert table.exit_code == 0, table.output
+    assert f"12 tool call(s) without a result {listed})" in " ".join(table.stderr.split()), table.stderr

@@ -7,7 +7,7 @@ these are looked for in the summary, and what is missing is appended as is.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -152,16 +152,23 @@ def outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
     return list(names)[:limit]
 
 
-def fenced_outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
-    """The names the fenced code blocks of a Markdown document define, in order, at most ``limit``
-    (prose outside them that starts like a definition, "type of session…", is not code)."""
-    names: dict[str, None] = {}
+def _markdown_lines(text: str) -> Iterator[tuple[str, bool]]:
+    """The lines of a Markdown document as a tool read it (line numbers taken off), each with whether
+    it stands inside a fenced code block; the fence lines themselves are not yielded."""
     fenced = False
     for line in text[:OUTLINE_SCAN_CHARS].splitlines():
         line = LINE_NUMBER.sub("", line, count=1)
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
             continue
+        yield line, fenced
+
+
+def fenced_outline(text: str, limit: int = OUTLINE_NAMES) -> list[str]:
+    """The names the fenced code blocks of a Markdown document define, in order, at most ``limit``
+    (prose outside them that starts like a definition, "type of session…", is not code)."""
+    names: dict[str, None] = {}
+    for line, fenced in _markdown_lines(text):
         match = _DEFINITION.match(line) if fenced else None
         if match:
             names[match.group(1)] = None
@@ -269,12 +276,7 @@ def headings(text: str, limit: int = SECTIONS) -> list[str]:
     """A Markdown document's map: its headings in order (code blocks skipped); when there are
     more than ``limit``, the top two levels only; at most ``limit``."""
     found: list[tuple[int, str]] = []
-    fenced = False
-    for line in text[:OUTLINE_SCAN_CHARS].splitlines():
-        line = LINE_NUMBER.sub("", line, count=1)
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            continue
+    for line, fenced in _markdown_lines(text):
         match = None if fenced else _HEADING.match(line)
         if match:
             found.append((len(match.group(1)), match.group(2)[:HEADING_CHARS]))
