@@ -982,3 +982,30 @@ def test_a_pinned_summary_left_beside_the_new_one_is_not_counted_as_replaced(tmp
                                    "-s", "summarize:turns=3,max_tokens=100", "--dry-run", tmp_path=tmp_path)
     assert report["actions"] == [] and [s["strategy"] for s in report["skipped"]] == ["summarize"]
     assert report["after"]["tokens"] == report["before"]["tokens"]
+
+
+@pytest.mark.parametrize(("session", "budget"), [
+    ("gemini-cli/gemini-cli-chat-session-pomodoro-timer.json", "2000"),
+    ("codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl", "2000"),
+    ("claude-code-compactions/d7_0360ee0899_0_full.jsonl", "4000"),
+])
+def test_work_done_for_a_request_kept_in_place_is_summarized_after_it(session: str, budget: str, realdata: Path) -> None:
+    """A summary put before a request it went around told the work done for it ahead of the asking:
+    the agent seemed to act unprompted, then to be asked for work already done."""
+    from core import formats
+    from core.messages import content_text
+
+    path = realdata / session
+    line_of = {content_text(m.data).strip(): m.line for m in formats.read(str(path)).messages if m.role == "user"}
+    run = invoke(str(path), "--max-tokens", budget, "--to", "openai", "-q")
+    assert run.exit_code == 0, run.stderr
+    messages = [json.loads(line) for line in run.stdout.splitlines()]
+    at = next(i for i, m in enumerate(messages) if str(m.get("content", "")).startswith("CUCA summary:"))
+    span = re.search(r"lines (\d+)-(\d+)", messages[at]["content"])
+    assert span is not None
+    requests = [(i, line_of[text]) for i, m in enumerate(messages)
+                if m["role"] == "user" and (text := content_text(m).strip()) in line_of]
+    went_around = [(i, line) for i, line in requests if int(span.group(1)) < line < int(span.group(2))]
+    assert went_around, "the span goes around a request it keeps in place"
+    assert all(i < at for i, _ in went_around)  # it comes before the summary of the work done for it
+    assert all(line > int(span.group(2)) for i, line in requests if i > at)

@@ -420,11 +420,26 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
     if not workspace.remove(removable, reason):  # (the span is whole exchanges: one removal, thousands of messages)
         for position in removable:
             workspace.remove([position], reason)
+    place = _summary_place(workspace, removable)
     if previous_at is not None and _folds(workspace, previous_at):
         # The earlier summary (this run's, a previous run's or the agent's) takes the new one in.
-        workspace.rewrite_own(previous_at, composed.summary, "earlier summary folded into the new one")
+        if place != removable[0] and previous_at < place:  # (before a request the span went around: after it)
+            workspace.remove_own(previous_at, "earlier summary folded into the new one")
+            workspace.insert(place, Message(data=composed.summary))
+        else:
+            workspace.rewrite_own(previous_at, composed.summary, "earlier summary folded into the new one")
     else:
-        workspace.insert(removable[0], Message(data=composed.summary))  # before the span's first message
+        workspace.insert(place, Message(data=composed.summary))
+
+
+def _summary_place(workspace: Workspace, removable: list[int]) -> int:
+    """Where the summary goes: before the span's first message; but when the span goes around a
+    request it keeps in place (the newest, pinned), right after that request, so that the work done
+    for it is told after the asking, not ahead of it."""
+    going = set(removable)
+    around = [p for p in workspace.structure.user_positions
+              if removable[0] < p < removable[-1] and p not in going and workspace.alive(p)]
+    return around[-1] + 1 if around else removable[0]
 
 
 def _folds(workspace: Workspace, previous_at: int | None) -> bool:
