@@ -1009,3 +1009,19 @@ def test_work_done_for_a_request_kept_in_place_is_summarized_after_it(session: s
     assert went_around, "the span goes around a request it keeps in place"
     assert all(i < at for i, _ in went_around)  # it comes before the summary of the work done for it
     assert all(line > int(span.group(2)) for i, line in requests if i > at)
+
+
+def test_a_file_a_call_failed_to_read_or_change_is_not_listed_as_read_or_changed() -> None:
+    """ "Files read: .golangci.yml" named a file whose Read had answered "File does not exist"."""
+    from core.strategies.summarize import tracked_files
+
+    turns = [msg("user", "Check the lint config"),
+             assistant_calls(call("r1", "Read", file_path="/repo/.golangci.yml")),
+             result("r1", "<tool_use_error>File does not exist. Did you mean .golangci.yaml?</tool_use_error>"),
+             assistant_calls(call("r2", "Read", file_path="/repo/.golangci.yaml")),
+             result("r2", "linters:\n  enable: [govet]"),
+             assistant_calls(call("e1", "Edit", file_path="/repo/main.go", old_string="a", new_string="b")),
+             result("e1", "<tool_use_error>String to replace not found in file.</tool_use_error>"),
+             assistant_calls(call("e2", "Edit", file_path="/repo/.golangci.yaml", old_string="govet", new_string="govet, errcheck")),
+             result("e2", "The file /repo/.golangci.yaml has been updated.")]
+    assert tracked_files(turns) == (["/repo/.golangci.yaml"], ["/repo/.golangci.yaml"])

@@ -22,9 +22,13 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/-]*\d(?![\w])|(?<![\w.])\d(?![\w.])")
 _HANDLE = re.compile(r"\boff_[0-9a-f]{16}\b")
 # A line that reports an error, not one that merely names an Error class.
+# (A tool that failed says so: Codex's "apply_patch verification failed: …", Claude Code's
+# "<tool_use_error>File does not exist.", "Failed to find expected lines …".)
 ERROR_LINE = re.compile(
-    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:)"
+    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:"
+    r"|failed:|Failed to |File does not exist|<tool_use_error>)"
 )
+_TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
 
 
 ERROR_SCAN_CHARS = 32_000
@@ -67,7 +71,7 @@ def first_error_line(text: str) -> str | None:
                 # The header says only that something raised: the exception line says what.
                 line = next((ln for ln in lines[index + 1:] if _EXCEPTION_LINE.match(ln)), line)
             # A diff's "+"/"-" and a listing's line number are not part of the error.
-            return _DIFF_OR_NUMBER.sub("", line).strip()[:MAX_FACT_CHARS]
+            return _DIFF_OR_NUMBER.sub("", _TOOL_ERROR_TAG.sub("", line)).strip()[:MAX_FACT_CHARS]
     return None
 
 

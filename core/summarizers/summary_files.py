@@ -13,7 +13,17 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.engine.file_calls import classify, patch_changes
-from core.messages import FAILED, call_arguments, call_name, original_data, tool_calls
+from core.messages import (
+    FAILED,
+    call_arguments,
+    call_ids,
+    call_name,
+    content_text,
+    original_data,
+    result_ids,
+    tool_calls,
+)
+from core.summarizers.facts import opening_error_line, tool_output
 
 if TYPE_CHECKING:
     from core.engine.workspace import Workspace
@@ -44,10 +54,24 @@ def tracked_files(messages: Sequence[Mapping[str, Any]],
     span's summary several times, and reading a call's arguments is the cost)."""
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
+    failed = failed_calls(messages)
     for message in messages:
-        for is_read, path, _ in touches(message, memo):
+        if failed and failed.intersection(call_ids(message)):  # (a file it failed to read or change is neither)
+            message = {**message, "tool_calls": [c for c in tool_calls(message) if str(c.get("id")) not in failed]}
+            memo_of_message = None
+        else:
+            memo_of_message = memo
+        for is_read, path, _ in touches(message, memo_of_message):
             _touch(read if is_read else changed, (path,))
     return list(read), list(changed)
+
+
+def failed_calls(messages: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The ids of the calls whose result opens with an error (a read of a missing file, an edit that
+    found nothing to replace)."""
+    return {call_id for message in messages if message.get("role") in ("tool", "function")
+            and opening_error_line(tool_output(content_text(message)))
+            for call_id in result_ids(message)}
 
 
 def touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touches:
