@@ -757,3 +757,10 @@ def test_a_cleared_result_of_a_call_that_failed_says_it_failed(output: str, gist
 
     assert placeholders.result_gist(output, target="script.js") == gist
     assert placeholders.result_gist(output, quotes_files=True, target="script.js") == gist
+
+
+def test_code_that_prints_a_failure_is_not_a_failed_call() -> None:
+    from core.engine import placeholders
+
+    code = '\tif err := copyMetadataDir(dst); err != nil {\n\t\tt.Fatalf("copyMetadataDir failed: %v", err)\n\t}'
+    assert not placeholders.result_gist(code).startswith("error:")

@@ -1025,3 +1025,17 @@ def test_a_file_a_call_failed_to_read_or_change_is_not_listed_as_read_or_changed
              assistant_calls(call("e2", "Edit", file_path="/repo/.golangci.yaml", old_string="govet", new_string="govet, errcheck")),
              result("e2", "The file /repo/.golangci.yaml has been updated.")]
     assert tracked_files(turns) == (["/repo/.golangci.yaml"], ["/repo/.golangci.yaml"])
+
+
+def test_an_earlier_summary_the_agent_wrote_is_carried_as_the_agents_not_as_compacts(realdata: Path) -> None:
+    """Claude Code's own summary read on under compact's header, as compact's words, down to its
+    closing "Please continue … without asking the user any further questions"."""
+    session = realdata / "claude-code-compactions" / "d7_0360ee0899_0_full.jsonl"
+    run = invoke(str(session), "--max-tokens", "4000", "--to", "openai", "-q")
+    summary = next(json.loads(line)["content"] for line in run.stdout.splitlines()
+                   if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
+    header, label, *rest = summary.splitlines()
+    assert header.startswith("CUCA summary: turns ")
+    assert label == "Earlier summary, as the agent itself wrote it when it compacted:"
+    assert "Let me chronologically analyze the conversation:" in rest[:4]
+    assert "Please continue the conversation" not in summary

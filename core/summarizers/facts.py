@@ -23,10 +23,11 @@ _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/-]*\d(?![\w])|(?<![\w.])\d(?![\w.])")
 _HANDLE = re.compile(r"\boff_[0-9a-f]{16}\b")
 # A line that reports an error, not one that merely names an Error class.
 # (A tool that failed says so: Codex's "apply_patch verification failed: …", Claude Code's
-# "<tool_use_error>File does not exist.", "Failed to find expected lines …".)
+# "<tool_use_error>File does not exist.", "Failed to find expected lines …".
+# Those open the line: in code, `t.Fatalf("copy failed: %v")` is no failure.)
 ERROR_LINE = re.compile(
-    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:"
-    r"|failed:|Failed to |File does not exist|<tool_use_error>)"
+    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:)"
+    r"|^\s*(<tool_use_error>|File does not exist|Failed to |([\w.-]+ ){0,3}failed: )"
 )
 _TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
 

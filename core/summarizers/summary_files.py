@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from core.engine.file_calls import classify, patch_changes
 from core.messages import (
     FAILED,
+    SUMMARY_MARKER,
     call_arguments,
     call_ids,
     call_name,
@@ -136,7 +137,15 @@ def parse_previous(text: str) -> Previous:
             facts = [f.strip() for f in line[len(FACTS) :].split(";") if f.strip()]
         else:
             body.append(line)
+    if text and not text.startswith(SUMMARY_MARKER) and body:  # the agent's own (Claude Code's): say whose
+        body = [CARRIED_LABEL, *(line for line in body if not line.startswith(CONTINUE_AS_ASKED))]
     return Previous("\n".join(body).strip(), read, changed, facts, (changed_left, read_left))
+
+
+# An earlier summary compact did not write is carried under this line, not as compact's own words,
+# without the instruction that ended it (what follows the new summary is the conversation itself).
+CARRIED_LABEL = "Earlier summary, as the agent itself wrote it when it compacted:"
+CONTINUE_AS_ASKED = "Please continue the conversation from where we left"
 
 
 _LEFT_OUT = re.compile(r"\(and (\d+) earlier\)")
