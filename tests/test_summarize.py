@@ -1039,3 +1039,21 @@ def test_an_earlier_summary_the_agent_wrote_is_carried_as_the_agents_not_as_comp
     assert label == "Earlier summary, as the agent itself wrote it when it compacted:"
     assert "Let me chronologically analyze the conversation:" in rest[:4]
     assert "Please continue the conversation" not in summary
+
+
+def test_a_search_match_that_reads_like_an_error_is_not_kept_as_one() -> None:
+    """ "Kept verbatim: …_test.go:1400: t.Fatalf(\"… got error: %v\", err)" was one line of Grep
+    output: the code's, not a failure; the search's own failure is kept."""
+    from core.summarizers.facts import extract_facts
+
+    turns = [msg("user", "Where do we recover from an empty BaseCommit?"),
+             assistant_calls(call("g1", "Grep", pattern="BaseCommit", path="cmd")),
+             result("g1", 'cmd/strategy/manual_commit_test.go:1400:\t\tt.Fatalf("SaveChanges() should recover, got error: %v", err)'),
+             assistant_calls(call("g2", "Grep", pattern="x", path="missing")),
+             result("g2", "Error: path does not exist: missing"),
+             assistant_calls(call("s1", "Bash", command="go test ./...")),
+             result("s1", "--- FAIL: TestSave\n    manual_commit_test.go:1400: SaveChanges() should recover, got error: boom")]
+    facts = extract_facts(turns)
+    assert not any("t.Fatalf" in fact for fact in facts)
+    assert "Error: path does not exist: missing" in facts
+    assert "manual_commit_test.go:1400: SaveChanges() should recover, got error: boom" in facts

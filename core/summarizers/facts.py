@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from core.messages import call_arguments, content_text, tool_calls
+from core.engine.file_calls import quotes_files
+from core.messages import call_arguments, content_text, result_ids, tool_calls
 
 MAX_FACTS = 40
 MAX_FACT_CHARS = 160
@@ -79,9 +80,14 @@ def first_error_line(text: str) -> str | None:
 OPENING_LINES = 3
 
 
+# A search's match ("path:12:" or "path:12-"): the file's line, whatever it says.
+_MATCH_LINE = re.compile(r"^\S+:\d+[:-]")
+
+
 def opening_error_line(text: str) -> str | None:
-    """The error a tool's output opens with (a failed call), not one quoted further down."""
-    opening = [line for line in text[:2000].splitlines() if line.strip()][:OPENING_LINES]
+    """The error a tool's output opens with (a failed call), not one quoted further down, nor a
+    search's match that reads like one."""
+    opening = [line for line in text[:2000].splitlines() if line.strip() and not _MATCH_LINE.match(line)][:OPENING_LINES]
     return first_error_line("\n".join(opening)) if opening else None
 
 
@@ -97,7 +103,9 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The newest MAX_FACTS identifiers of a span, in order of appearance, without repeats.
 
     Read newest first, and no further than needed: a long span has thousands of tool results."""
-    found: dict[str, None] = {}
+    found: dict[Any, None] = {}  # a result's error is keyed by (result ids, error, text) until its call is seen
+    quoting: set[str] = set()  # the calls whose output is files' text: an error inside is the files'
+    errors: set[str] = set()
     for message in reversed(messages):
         if len(found) >= MAX_FACTS:
             break
@@ -105,6 +113,8 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         text = content_text(message)
         for call in tool_calls(message):
             found.update(dict.fromkeys(_paths(call)))
+            if quotes_files(call):
+                quoting.add(str(call.get("id")))
         if role in ("user", "assistant", "system"):
             found.update(dict.fromkeys(url.rstrip(".,;:") for url in _URL.findall(text)))
             found.update(dict.fromkeys(_HANDLE.findall(text)))
@@ -113,9 +123,18 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             found.update(dict.fromkeys(n for n in _NUMBER.findall(text) if len(n) >= 2))
         if role == "tool":
             error = first_error_line(text)
-            if error:
-                found[error] = None
-    return [fact for fact in reversed(found) if fact][-MAX_FACTS:]
+            if error and error not in errors:
+                errors.add(error)
+                found[(tuple(result_ids(message)), error, text)] = None
+    facts = (_call_error(key, quoting) if isinstance(key, tuple) else key for key in reversed(found))
+    return list(dict.fromkeys(fact for fact in facts if fact))[-MAX_FACTS:]
+
+
+def _call_error(result: tuple[tuple[str, ...], str, str], quoting: set[str]) -> str | None:
+    """A result's error: of a read or a search, only the one its output opens with (a grep match
+    such as `t.Fatalf("… got error: %v")` is the files', not the call's)."""
+    ids, error, text = result
+    return opening_error_line(text) if quoting.intersection(ids) else error
 
 
 def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
