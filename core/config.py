@@ -14,6 +14,8 @@ import orjson
 
 from core import strategies
 from core.counting.model_table import DEFAULT_ENCODING, lookup_model
+from core.engine import policy
+from core.engine.policy import Policy
 from core.engine.structure import KeepRule
 from core.errors import ConfigError
 from core.io.schema_loader import load_schema, validator
@@ -106,7 +108,7 @@ def _coerce(kind: type, value: str) -> Any:
     return kind(value)
 
 
-PRESETS = ("default", "seed")
+PRESETS = tuple(policy.POLICIES)
 SUMMARIZERS = ("extractive", "openai", "none")
 
 # The default list, chosen by bench/quality.py: what no model reads again first (earlier turns'
@@ -247,9 +249,10 @@ class MemoryConfig:
         return self.summarizer
 
     @property
-    def seed_semantics(self) -> bool:
-        """The seed preset: no task pin, no trace of removals, no turn-boundary rule."""
-        return self.preset == "seed"
+    def policy(self) -> Policy:
+        """The preset's rules (core/engine/policy.py): the seed's has no task pin, no trace of removals,
+        no closing step."""
+        return policy.for_preset(self.preset)
 
     @property
     def encoder_implied(self) -> bool:

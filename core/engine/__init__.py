@@ -2,7 +2,8 @@
 
 - pipeline: one run: count, warn, the strategies and the closing steps, the report
 - workspace: the working list strategies act on, its invariants and the ledger of what went
-- budget: the budget a run compacts to, and the shares of it a run aims for
+- budget: the budget a run compacts to
+- policy: what a preset decides: shares of the budget, pins, traces, passes, closing steps
 - structure: how the list hangs together: turns, calls with their results, pins
 - placeholders: the short texts strategies leave behind, recognised on a rerun
 - clamp: cutting the middle out of a long text to a token count

@@ -36,10 +36,6 @@ from core.report import (
 )
 from core.strategies.drop_old_thinking import THINKING_BLOCKS
 
-# The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
-# still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
-MAX_PASSES = 4
-SAFETY_PASSES = 64
 BUDGET = "budget"
 FULL = "full"
 MODES = (BUDGET, FULL, UNLIMITED)
@@ -136,7 +132,7 @@ def compact(
         passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
         for step in _closing_steps(config, mode, turn_boundary, graph_at, model):
             _guarded(step, workspace, actions, errors)
-    elif (actions or graph_at is not None) and not config.seed_semantics:  # a repair or the graph changed it
+    elif (actions or graph_at is not None) and config.policy.thinking_when_untriggered:  # a repair or the graph changed it
         # (nothing is compacted: only what would be refused goes, not the reasoning OpenAI drops itself)
         _guarded(_thinking_step(model, graph_at, earlier=bound_thinking.SIGNED_THINKING), workspace, actions, errors)
 
@@ -189,27 +185,27 @@ def _workspace(counted: Sequence[Message], config: MemoryConfig, counter: Messag
         window=window,
         window_resolved=window_resolved,
     )
+    policy = config.policy
     pins = PinRules(
         kept=kept_lines(counted, config.keep_rules()),
         markers=(config.warning_marker, config.graph_marker),
         graph_marker=config.graph_marker,
-        task_pin_tokens=None if config.seed_semantics else _task_pin_tokens(budget),
-        pin_summaries=not config.seed_semantics,
+        task_pin_tokens=_task_pin_tokens(budget, policy.task_pin_share),
+        pin_summaries=policy.pin_summaries,
     )
     return Workspace(counted, budget=budget, counter=counter, pins=pins, full=mode == FULL,
-                     offload_turns=config.offload_turns, seams=seams, source=source,
-                     trace=not config.seed_semantics)
+                     offload_turns=config.offload_turns, seams=seams, source=source, policy=policy)
 
 
-# The task statement stays pinned while it takes at most this share of a token budget.
-TASK_PIN_SHARE = 0.2
 # A pinned message clamped to reach the budget keeps at least this many tokens.
 PINNED_FLOOR_TOKENS = 64
 
 
-def _task_pin_tokens(budget: Budget) -> int | None:
+def _task_pin_tokens(budget: Budget, share: float | None) -> int | None:
+    if share is None:
+        return None  # no task pin
     if budget.token_limit is not None:
-        return int(budget.token_limit * TASK_PIN_SHARE)
+        return int(budget.token_limit * share)
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
@@ -218,15 +214,15 @@ def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_a
     """What runs after the strategies: the last resort for pins over the budget, the turn boundary,
     and giving back what later steps made room for (the seed preset has only the boundary, and only
     where the provider needs it)."""
-    default = not config.seed_semantics
+    named = config.policy.closing_steps
     steps: list[ClosingStep] = []
-    if mode == BUDGET and default:
+    if mode == BUDGET and "clamp_pinned" in named:
         steps.append(_clamp_pinned)
-    if turn_boundary or default:
+    if turn_boundary or "turn_boundary" in named:
         steps.append(_open_at_turn_boundary)
-    if default:
+    if "thinking_after_change" in named:
         steps.append(_thinking_step(model, graph_at))  # (before give_back, which fills the room it frees)
-    if mode == BUDGET and default:
+    if mode == BUDGET and "give_back" in named:
         steps.append(_give_back)
     return steps
 
@@ -321,7 +317,7 @@ def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], conf
     thinking after it is bound to a conversation that no longer exists either. None when the graph
     changes nothing, no message holds thinking, or the seed preset leaves thinking alone.
     """
-    if graph_step is None or config.seed_semantics or not any(bound_thinking.has_thinking(m) for m in messages):
+    if graph_step is None or not config.policy.thinking_when_untriggered or not any(bound_thinking.has_thinking(m) for m in messages):
         return None
     rendered, _ = graph_step(list(messages), counter)
     prefix = unchanged_prefix(messages, rendered)
@@ -409,8 +405,7 @@ def _run_strategies(
 ) -> int:
     full = workspace.full
     passes = 0
-    cap = MAX_PASSES if config.seed_semantics else SAFETY_PASSES
-    for pass_number in range(1, cap + 1):
+    for pass_number in range(1, config.policy.max_passes + 1):
         passes = pass_number
         progress = False
         for index, spec in enumerate(config.strategy_specs):
@@ -451,7 +446,7 @@ def _run_strategies(
 def _must_go_before(workspace: Workspace, config: MemoryConfig, index: int) -> int:
     """Where the messages that must go end, when a later sliding_window keeps only the newest that
     fit: rewriting older ones (clearing, clamping) would be work for messages the run then removes."""
-    if config.seed_semantics:
+    if not config.policy.spare_what_must_go:
         return 0
     if not any(strategies.get(spec.kind).name == "sliding_window" for spec in config.strategy_specs[index + 1:]):
         return 0

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
+from core.engine.policy import DEFAULT, Policy
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, call_ids, content_handle, has_text, result_ids
@@ -65,16 +66,12 @@ class Workspace:
         offload_turns: int = 2,
         seams: Seams | None = None,
         source: str = "<stdin>",
-        trace: bool = True,
+        policy: Policy = DEFAULT,
     ) -> None:
         self.seams = seams or Seams()
         self.pins = pins or PinRules()
-        # Strategies that remove messages leave a placeholder saying what went; the seed preset
-        # leaves none, as the seed does.
-        self.trace = trace
-        # Budget-first refinements (a result cut rather than cleared when clearing overshoots) are the
-        # default preset's; the seed preset keeps the seed's rules, and leaves no trace either.
-        self.fill_budget = trace
+        # The preset's rules: whether removals leave a trace, the shares of the budget to aim for, ...
+        self.policy = policy
         # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
         # does not delete the record of what an earlier one removed.
         self.own: set[int] = set()

@@ -23,7 +23,7 @@ from core.strategies.base import Param, StrategyInfo
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
     limit = workspace.budget.token_limit
-    if not workspace.fill_budget or workspace.full or limit is None:
+    if not workspace.policy.fill_budget or workspace.full or limit is None:
         return False
     message = workspace.messages[position]
     needed = workspace.live_tokens - int(AIM_SHARE * limit)
@@ -82,7 +82,7 @@ def _unused_first(workspace: Workspace, candidates: list[int]) -> tuple[list[int
     the agent did not use later go first (the rest keep their order after them). And whether any
     went ahead of an older one."""
     limit = workspace.budget.token_limit
-    if not workspace.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
+    if not workspace.policy.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
         return candidates, False
     messages = workspace.messages
     if workspace.live_tokens - sum(messages[p].tokens for p in candidates) > limit:

@@ -431,7 +431,7 @@ def _folds(workspace: Workspace, previous_at: int | None) -> bool:
     """Whether the new summary takes the place of the earlier one at ``previous_at`` (else it goes beside it)."""
     if previous_at is None or is_provider_record(workspace.messages[previous_at]):  # (its bytes are signed)
         return False
-    return workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)
+    return workspace.is_own(previous_at) or workspace.policy.trace or not workspace.pinned(previous_at)
 
 
 def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
