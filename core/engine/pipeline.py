@@ -10,7 +10,7 @@ from core import strategies
 from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine import bound_thinking, give_back
+from core.engine import bound_thinking, fit
 from core.engine.budget import UNLIMITED, Budget
 from core.engine.clamp import clamp_content
 from core.engine.seams import Seams
@@ -325,7 +325,7 @@ def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], conf
 
 
 def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    outcome = give_back.give_back(workspace)
+    outcome = fit.give_back(workspace)
     if outcome is not None and outcome.acted:
         actions.append(_action(GIVE_BACK, 0, outcome))
 
@@ -416,7 +416,8 @@ def _run_strategies(
                 continue
             if not full and not workspace.over_budget():
                 break
-            workspace.must_go_before = _must_go_before(workspace, config, index)
+            window_follows = any(strategies.get(later.kind).cuts_to_newest for later in config.strategy_specs[index + 1:])
+            workspace.must_go_before = fit.must_go_before(workspace, window_follows)
             workspace.begin(info.name, pass_number)
             try:
                 detail = info.run(workspace, spec.params)
@@ -441,16 +442,6 @@ def _run_strategies(
         if full or not workspace.over_budget() or not progress:
             break
     return passes
-
-
-def _must_go_before(workspace: Workspace, config: MemoryConfig, index: int) -> int:
-    """Where the messages that must go end, when a later sliding_window keeps only the newest that
-    fit: rewriting older ones (clearing, clamping) would be work for messages the run then removes."""
-    if not config.policy.spare_what_must_go:
-        return 0
-    if not any(strategies.get(spec.kind).name == "sliding_window" for spec in config.strategy_specs[index + 1:]):
-        return 0
-    return workspace.oldest_that_can_stay()
 
 
 def _action(strategy: str, pass_number: int, outcome: Any) -> dict[str, Any]:

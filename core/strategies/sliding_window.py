@@ -84,4 +84,5 @@ STRATEGY = StrategyInfo(
     summary="keep the newest messages that fit (at most keep_messages when given)",
     params=(Param("keep_messages", int, None, "a cap on the newest messages kept, pinned included (default: none under a token budget)"),),
     apply=apply,
+    cuts_to_newest=True,
 )

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
+from core.engine import fit
+from core.engine.budget import MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
@@ -150,20 +151,19 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     newest first, whole while they fit, then the next one with its longest texts cut in the middle
     (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
     rewritten where cut), or an empty set."""
-    limit = workspace.budget.limit or 0
     counted = workspace.structure.counted
     span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
     after = workspace.live_tokens - span_tokens + summary_tokens
     kept: set[int] = set()
     remaining = list(removable)
-    while after < (FILL_SHARE + AIM_SHARE) / 2 * limit:  # not yet close enough to the aim
+    while not fit.near_aim(workspace, after):
         newest = set(workspace.removal_set([remaining[-1]]) or ()) & set(remaining)
         whole = len(newest) == len(remaining)  # the span's last exchange
         if not newest or whole and kept:
             break  # the summary takes the rest
         extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
         # A span of one exchange: cut, it needs no summary beside it.
-        cut = after + extra - int(AIM_SHARE * limit) - (summary_tokens if whole else 0)
+        cut = after + extra - fit.aim_tokens(workspace) - (summary_tokens if whole else 0)
         if cut > 0 and not whole and summary_left_out and output_outranked(workspace, newest):
             break
         if cut > 0 and not _cut_to_fit(workspace, newest, cut):
@@ -441,12 +441,11 @@ def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
 
 def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
             span_tokens: int, composed: Composed, memo: _Memo) -> Composed | None:
-    """When the run would still land under FILL_SHARE of the budget, a summary that left lines out
+    """When the run would still land under the fill share of the budget (fit.fills), a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
-    limit = workspace.budget.limit or 0
     after = workspace.live_tokens - span_tokens + composed.tokens
-    slack = int(AIM_SHARE * limit) - after
-    if after >= FILL_SHARE * limit or slack <= 0:
+    slack = fit.aim_tokens(workspace) - after
+    if fit.fills(workspace, after) or slack <= 0:
         return None
     target = composed.tokens + slack
     for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim
