@@ -14,7 +14,7 @@ import orjson
 
 from core import strategies
 from core.counting.model_table import DEFAULT_ENCODING, lookup_model
-from core.engine import policy
+from core.engine import closing, policy
 from core.engine.policy import Policy
 from core.engine.structure import KeepRule
 from core.errors import ConfigError
@@ -177,6 +177,8 @@ class MemoryConfig:
     preset: str = "default"
     # None: the preset's list.
     strategies: tuple[StrategySpec, ...] | None = None
+    # The closing steps after the strategies, by name, in order; None: the preset's.
+    closing_steps: tuple[str, ...] | None = None
 
     @property
     def strategy_specs(self) -> tuple[StrategySpec, ...]:
@@ -198,6 +200,8 @@ class MemoryConfig:
             raise ConfigError(f"unknown preset {self.preset!r}", fix=f"use one of {', '.join(PRESETS)}")
         if self.strategies is None:
             object.__setattr__(self, "strategies", tuple(default_strategies(self.preset)))
+        if self.closing_steps is not None:
+            object.__setattr__(self, "closing_steps", closing.check(tuple(self.closing_steps)))
         if self.max_tokens is not None and self.max_fraction is not None:
             raise ConfigError(
                 "max_tokens and max_fraction are both set; they are mutually exclusive",
@@ -250,9 +254,10 @@ class MemoryConfig:
 
     @property
     def policy(self) -> Policy:
-        """The preset's rules (core/engine/policy.py): the seed's has no task pin, no trace of removals,
-        no closing step."""
-        return policy.for_preset(self.preset)
+        """The preset's rules (core/engine/policy.py), with the closing steps configured in force: the
+        seed's has no task pin, no trace of removals, no closing step."""
+        preset = policy.for_preset(self.preset)
+        return preset if self.closing_steps is None else replace(preset, closing_steps=self.closing_steps)
 
     @property
     def encoder_implied(self) -> bool:
@@ -274,12 +279,14 @@ class MemoryConfig:
         data["require_preserved_kinds"] = list(self.require_preserved_kinds)
         data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
         data["strategies"] = [s.to_dict() for s in self.strategy_specs]
+        data["closing_steps"] = None if self.closing_steps is None else list(self.closing_steps)
         return data
 
     def effective_dict(self) -> dict[str, Any]:
         """``to_dict`` with each strategy's parameters spelled out, defaults included (`compact config show`)."""
         data = self.to_dict()
         data["strategies"] = [s.effective() for s in self.strategy_specs]
+        data["closing_steps"] = list(self.policy.closing_steps)  # (the preset's when none is configured)
         return data
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:
@@ -389,6 +396,8 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> MemoryConf
         values["graph_marker"] = markers["graph"]
     if "keep" in data:
         values["keep"] = tuple(data["keep"])
+    if data.get("closing_steps") is not None:
+        values["closing_steps"] = tuple(data["closing_steps"])
     if "require_preserved_kinds" in data:
         values["require_preserved_kinds"] = tuple(data["require_preserved_kinds"])
     base = Path(path).parent

@@ -1,6 +1,8 @@
 """The compaction engine: one run over a working list, and what the run's steps share.
 
 - pipeline: one run: count, warn, the strategies and the closing steps, the report
+- closing: the registered closing steps (repair, clamp_pinned, turn_boundary, thinking_after_change,
+  give_back) the policy lists
 - workspace: the working list strategies act on, its invariants and the ledger of what went
 - budget: the budget a run compacts to
 - policy: what a preset decides: shares of the budget, pins, traces, passes, closing steps

@@ -39,6 +39,20 @@ class StepOutcome:
     def acted(self) -> bool:
         return self.removed > 0 or self.rewritten > 0 or self.added > 0
 
+    def action(self, strategy: str, pass_number: int) -> dict[str, Any]:
+        """The report's record of this step: which strategy or closing step, in which pass, what it did."""
+        return {
+            "strategy": strategy,
+            "pass": pass_number,
+            "messages_removed": self.removed,
+            "messages_changed": self.rewritten,
+            "messages_added": self.added,
+            "messages_offloaded": self.offloaded,
+            "tokens_saved": self.tokens_saved,
+            "detail": self.detail,
+            "error": None,
+        }
+
 
 # However it is rewritten, a message kept in the result takes at least this many tokens (or its own).
 MIN_KEPT_TOKENS = 8
