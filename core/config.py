@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import tomllib
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from core import strategies
 from core.counting.model_table import DEFAULT_ENCODING, lookup_model
 from core.engine import closing, policy
 from core.engine.policy import Policy
+from core.engine.settings import RunSettings, Step
 from core.engine.structure import KeepRule
 from core.errors import ConfigError
 from core.io.schema_loader import load_schema, validator
@@ -273,6 +275,18 @@ class MemoryConfig:
     def keep_rules(self) -> list[KeepRule]:
         return [KeepRule.parse(rule) for rule in self.keep]
 
+    def run_settings(self) -> RunSettings:
+        """What a run of the engine is told: the strategies resolved from the registry, the policy
+        and the budget's inputs (the engine reads no configuration itself)."""
+        window, window_resolved = self.window()
+        return RunSettings(
+            steps=tuple(_step(spec) for spec in self.strategy_specs), policy=self.policy,
+            max_messages=self.max_messages, max_tokens=self.max_tokens, max_fraction=self.max_fraction,
+            window=window, window_resolved=window_resolved, keep=tuple(self.keep_rules()),
+            warning_marker=self.warning_marker, graph_marker=self.graph_marker, warn_fraction=self.warn_fraction,
+            offload_turns=self.offload_turns, model=self.model,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["keep"] = list(self.keep)
@@ -304,6 +318,12 @@ class MemoryConfig:
 
     def unlimited(self) -> MemoryConfig:
         return replace(self, max_messages=None, max_tokens=None, max_fraction=None)
+
+
+def _step(spec: StrategySpec) -> Step:
+    info = strategies.get(spec.kind)
+    return Step(info.name, str(spec), functools.partial(info.run, params=dict(spec.params)), needs=info.needs,
+                cuts_to_newest=info.cuts_to_newest)
 
 
 def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str, other_lines: Sequence[int] = ()) -> None:

@@ -122,3 +122,20 @@ def test_no_limit_has_one_name() -> None:
                for node in ast.parse(path.read_text(encoding="utf-8")).body
                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "UNLIMITED" for t in node.targets)]
     assert defined == ["core/engine/budget.py"]
+
+
+def test_the_engine_imports_neither_the_strategies_nor_the_configuration() -> None:
+    # The strategies and the configuration build on the engine; the engine is handed what it runs.
+    outside = ("core.strategies", "core.config")
+    found = []
+    for path in (ROOT / "core" / "engine").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [f"{_name(path)}: {name}" for name in names if name in outside or name.startswith(
+                tuple(f"{module}." for module in outside))]
+    assert not found, "\n".join(sorted(set(found)))

@@ -5,6 +5,7 @@
   give_back) the policy lists
 - workspace: the working list strategies act on, its invariants and the ledger of what went
 - budget: the budget a run compacts to
+- settings: what a run is handed: the resolved strategies, the policy, the budget's inputs
 - policy: what a preset decides: shares of the budget, pins, traces, passes, closing steps
 - structure: how the list hangs together: turns, calls with their results, pins
 - placeholders: the short texts strategies leave behind, recognised on a rerun

@@ -6,14 +6,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import strategies
-from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
 from core.engine import bound_thinking, closing, fit
 from core.engine.budget import UNLIMITED, Budget
 from core.engine.policy import Policy
 from core.engine.seams import Seams
+from core.engine.settings import RunSettings
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace, unchanged_prefix
 from core.errors import StoreUnavailable, StrategySkipped
@@ -69,7 +68,7 @@ def warning_text(marker: str, tokens: int, window: int) -> str:
 
 def compact(
     messages: Sequence[Message],
-    config: MemoryConfig,
+    settings: RunSettings,
     counter: MessageCounter,
     *,
     encoder: EncoderChoice,
@@ -82,40 +81,41 @@ def compact(
     turn_boundary: bool = False,
     recorded_model: str | None = None,
 ) -> CompactionResult:
-    """Compact ``messages`` as ``config`` says; pure apart from the counter's cache.
+    """Compact ``messages`` as ``settings`` says (``MemoryConfig.run_settings()``); pure apart from the
+    counter's cache.
 
     ``turn_boundary``: the provider needs the kept window to open with a user message (Anthropic,
     Claude Code); the default preset keeps that rule for every format. ``recorded_model``: the model
-    the transcript says wrote its newest reply, when ``config`` names none.
+    the transcript says wrote its newest reply, when ``settings`` names none.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seams = seams or Seams()
     if mode == UNLIMITED:
-        config = config.unlimited()
+        settings = settings.unlimited()
     counted = counter.count_messages(messages)
-    workspace = _workspace(counted, config, counter, mode=mode, seams=seams, source=source)
+    workspace = _workspace(counted, settings, counter, mode=mode, seams=seams, source=source)
     budget = workspace.budget
     before = Usage.of(workspace.live_messages, workspace.live_tokens, budget.window)
     orphans = _orphans(counted, workspace.structure)
 
-    warning_appended = _maybe_warn(workspace, config, before.tokens, budget.window)
+    warning_appended = _maybe_warn(workspace, settings, before.tokens, budget.window)
     actions: list[dict[str, Any]] = []
     if repair:
         closing.run(closing.get("repair"), workspace, closing.Context(), actions)
 
     triggered = budget.over(workspace.live_messages, workspace.live_tokens)
-    model = config.model or recorded_model  # (the model the output goes to: its thinking rules)
-    graph_at = _graph_change_at(graph_step, workspace.messages, config, counter)
+    model = settings.model or recorded_model  # (the model the output goes to: its thinking rules)
+    graph_at = _graph_change_at(graph_step, workspace.messages, settings, counter)
     skipped: dict[str, str] = {}
     errors: list[str] = []
     passes = 0
     if mode == FULL or triggered:
-        passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
+        passes = _run_strategies(workspace, settings, seams, actions, skipped, errors)
         context = closing.Context(checks_prefix=bound_thinking.model_checks_prefix(model), graph_at=graph_at)
-        for step in closing.in_force(config.policy.closing_steps, budget_mode=mode == BUDGET, user_first=turn_boundary):
+        for step in closing.in_force(settings.policy.closing_steps, budget_mode=mode == BUDGET, user_first=turn_boundary):
             _guarded(step, workspace, context, actions, errors)
-    elif (actions or graph_at is not None) and _checks_thinking_untriggered(config.policy):  # a repair or the graph changed it
+    elif (actions or graph_at is not None) and _checks_thinking_untriggered(settings.policy):  # a repair or the graph changed it
         _unbound_thinking(workspace, model, graph_at, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
@@ -133,7 +133,7 @@ def compact(
         budget=BudgetReport.of(budget, Floor(floor_messages, floor_tokens)),
         triggered=triggered,
         passes=passes,
-        strategies=[str(s) for s in config.strategy_specs],
+        strategies=[step.label for step in settings.steps],
         actions=actions,
         skipped=[{"strategy": k, "reason": v} for k, v in skipped.items()],
         last_error=errors[-1] if errors else None,
@@ -156,27 +156,26 @@ def _orphans(counted: Sequence[Message], structure: Structure) -> dict[str, Any]
     }
 
 
-def _workspace(counted: Sequence[Message], config: MemoryConfig, counter: MessageCounter, *, mode: str,
+def _workspace(counted: Sequence[Message], settings: RunSettings, counter: MessageCounter, *, mode: str,
                seams: Seams, source: str) -> Workspace:
     """The working list of one run, with its budget and what it pins."""
-    window, window_resolved = config.window()
     budget = Budget.resolve(
-        max_messages=config.max_messages,
-        max_tokens=config.max_tokens,
-        max_fraction=config.max_fraction,
-        window=window,
-        window_resolved=window_resolved,
+        max_messages=settings.max_messages,
+        max_tokens=settings.max_tokens,
+        max_fraction=settings.max_fraction,
+        window=settings.window,
+        window_resolved=settings.window_resolved,
     )
-    policy = config.policy
+    policy = settings.policy
     pins = PinRules(
-        kept=kept_lines(counted, config.keep_rules()),
-        markers=(config.warning_marker, config.graph_marker),
-        graph_marker=config.graph_marker,
+        kept=kept_lines(counted, settings.keep),
+        markers=(settings.warning_marker, settings.graph_marker),
+        graph_marker=settings.graph_marker,
         task_pin_tokens=_task_pin_tokens(budget, policy.task_pin_share),
         pin_summaries=policy.pin_summaries,
     )
     return Workspace(counted, budget=budget, counter=counter, pins=pins, full=mode == FULL,
-                     offload_turns=config.offload_turns, seams=seams, source=source, policy=policy)
+                     offload_turns=settings.offload_turns, seams=seams, source=source, policy=policy)
 
 
 def _task_pin_tokens(budget: Budget, share: float | None) -> int | None:
@@ -216,13 +215,13 @@ def _checks_thinking(policy: Policy) -> bool:
     return "thinking_after_change" in policy.closing_steps
 
 
-def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], config: MemoryConfig,
+def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], settings: RunSettings,
                      counter: MessageCounter) -> int | None:
     """Where rendering the graph in will change ``messages`` (after the first system message):
     thinking after it is bound to a conversation that no longer exists either. None when the graph
     changes nothing, no message holds thinking, or the seed preset leaves thinking alone.
     """
-    if graph_step is None or not _checks_thinking(config.policy) or not any(bound_thinking.has_thinking(m) for m in messages):
+    if graph_step is None or not _checks_thinking(settings.policy) or not any(bound_thinking.has_thinking(m) for m in messages):
         return None
     rendered, _ = graph_step(list(messages), counter)
     prefix = unchanged_prefix(messages, rendered)
@@ -245,10 +244,10 @@ def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict
     }
 
 
-def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window: int) -> bool:
-    if config.warn_fraction is None or tokens < config.warn_fraction * window:
+def _maybe_warn(workspace: Workspace, settings: RunSettings, tokens: int, window: int) -> bool:
+    if settings.warn_fraction is None or tokens < settings.warn_fraction * window:
         return False
-    marker = config.warning_marker
+    marker = settings.warning_marker
     if any(starts_with_marker(m.data, marker) for m in workspace.messages):
         return False  # one-shot: an earlier run already warned
     data = {"role": "system", "content": warning_text(marker, tokens, window)}
@@ -258,7 +257,7 @@ def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window:
 
 def _run_strategies(
     workspace: Workspace,
-    config: MemoryConfig,
+    settings: RunSettings,
     seams: Seams,
     actions: list[dict[str, Any]],
     skipped: dict[str, str],
@@ -266,22 +265,21 @@ def _run_strategies(
 ) -> int:
     full = workspace.full
     passes = 0
-    for pass_number in range(1, config.policy.max_passes + 1):
+    for pass_number in range(1, settings.policy.max_passes + 1):
         passes = pass_number
         progress = False
-        for index, spec in enumerate(config.strategy_specs):
-            info = strategies.get(spec.kind)
+        for index, info in enumerate(settings.steps):
             missing = seams.reason_missing(info.needs)
             if missing is not None:
                 skipped.setdefault(info.name, missing)
                 continue
             if not full and not workspace.over_budget():
                 break
-            window_follows = any(strategies.get(later.kind).cuts_to_newest for later in config.strategy_specs[index + 1:])
+            window_follows = any(later.cuts_to_newest for later in settings.steps[index + 1:])
             workspace.must_go_before = fit.must_go_before(workspace, window_follows)
             workspace.begin(info.name, pass_number)
             try:
-                detail = info.run(workspace, spec.params)
+                detail = info.run(workspace)
                 outcome = workspace.end(detail)
             except StoreUnavailable:  # the store itself broke: going on would be a silent failure
                 workspace.rollback()
