@@ -105,7 +105,7 @@ def _summary_failure(result: Any, summarizer: str | None) -> str:
         shown = ", ".join(str(n) for n in lines[:5]) + (", …" if len(lines) > 5 else "")
         return (f"the summarizer failed on {len(lines):,} of {result.dataset.conversations:,} conversations "
                 f"(line {shown}): they were written without a summary (a rerun tries them again)")
-    if summary_failed(result.report.get("actions") or [], summarizer):
+    if result.compression is not None and summary_failed(result.compression.actions, summarizer):
         return "the summarizer failed: the transcript was written without a summary (a rerun tries again)"
     return ""
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.engine import bound_thinking, fit
 from core.engine.clamp import clamp_content
 from core.engine.workspace import StepOutcome, Workspace
 from core.errors import ConfigError
 from core.messages import SYSTEM_ROLES, has_text, is_provider_record, is_summary, is_user_message
-from core.report import GIVE_BACK
+from core.report import GIVE_BACK, Action
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ def in_force(names: Sequence[str], *, budget_mode: bool, user_first: bool) -> li
     return [REGISTRY[name] for name in listed if budget_mode or not REGISTRY[name].budget_only]
 
 
-def run(step: ClosingStep, workspace: Workspace, context: Context, actions: list[dict[str, Any]]) -> None:
+def run(step: ClosingStep, workspace: Workspace, context: Context, actions: list[Action]) -> None:
     """Take ``step``; what it did joins the report's actions."""
     outcome = step.apply(workspace, context)
     if outcome is not None and outcome.acted:

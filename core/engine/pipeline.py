@@ -17,7 +17,7 @@ from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace, unchanged_prefix
 from core.errors import StoreUnavailable, StrategySkipped
 from core.messages import Message, starts_with_marker
-from core.report import BudgetReport, CompressionReport, EncoderReport, Floor, Usage
+from core.report import Action, BudgetReport, CompressionReport, EncoderReport, Floor, Usage
 
 BUDGET = "budget"
 FULL = "full"
@@ -100,7 +100,7 @@ def compact(
     orphans = _orphans(counted, workspace.structure)
 
     warning_appended = _maybe_warn(workspace, settings, before.tokens, budget.window)
-    actions: list[dict[str, Any]] = []
+    actions: list[Action] = []
     if repair:
         closing.run(closing.get("repair"), workspace, closing.Context(), actions)
 
@@ -192,7 +192,7 @@ def _checks_thinking_untriggered(policy: Policy) -> bool:
 
 
 def _unbound_thinking(workspace: Workspace, model: str | None, graph_at: int | None,
-                      actions: list[dict[str, Any]], errors: list[str]) -> None:
+                      actions: list[Action], errors: list[str]) -> None:
     """A run that compacts nothing removes only the thinking a provider would refuse after a repair or
     the graph changed the conversation, not the reasoning OpenAI drops itself."""
     context = closing.Context(checks_prefix=bound_thinking.model_checks_prefix(model), graph_at=graph_at,
@@ -201,7 +201,7 @@ def _unbound_thinking(workspace: Workspace, model: str | None, graph_at: int | N
 
 
 def _guarded(step: closing.ClosingStep, workspace: Workspace, context: closing.Context,
-             actions: list[dict[str, Any]], errors: list[str]) -> None:
+             actions: list[Action], errors: list[str]) -> None:
     """A closing step that fails (a store refusing the write) is rolled back and recorded, like a strategy."""
     try:
         closing.run(step, workspace, context, actions)
@@ -259,7 +259,7 @@ def _run_strategies(
     workspace: Workspace,
     settings: RunSettings,
     seams: Seams,
-    actions: list[dict[str, Any]],
+    actions: list[Action],
     skipped: dict[str, str],
     errors: list[str],
 ) -> int:
@@ -292,7 +292,7 @@ def _run_strategies(
             except Exception as exc:  # noqa: BLE001  a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")
-                actions.append({**workspace.end().action(info.name, pass_number), "error": str(exc)})
+                actions.append(workspace.end().action(info.name, pass_number, error=str(exc)))
                 continue
             if outcome.acted:
                 progress = True

@@ -18,6 +18,7 @@ from core.engine.policy import DEFAULT, Policy
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, call_ids, content_handle, has_text, result_ids
+from core.report import Action
 
 # What the structure (turns, pairing) is read from: a rewrite that changes one of these, or which
 # calls a message makes, is analysed again; one that changes text or arguments is not.
@@ -39,19 +40,11 @@ class StepOutcome:
     def acted(self) -> bool:
         return self.removed > 0 or self.rewritten > 0 or self.added > 0
 
-    def action(self, strategy: str, pass_number: int) -> dict[str, Any]:
+    def action(self, strategy: str, pass_number: int, error: str | None = None) -> Action:
         """The report's record of this step: which strategy or closing step, in which pass, what it did."""
-        return {
-            "strategy": strategy,
-            "pass": pass_number,
-            "messages_removed": self.removed,
-            "messages_changed": self.rewritten,
-            "messages_added": self.added,
-            "messages_offloaded": self.offloaded,
-            "tokens_saved": self.tokens_saved,
-            "detail": self.detail,
-            "error": None,
-        }
+        return Action(strategy, pass_number, messages_removed=self.removed, messages_changed=self.rewritten,
+                      messages_added=self.added, messages_offloaded=self.offloaded, tokens_saved=self.tokens_saved,
+                      detail=self.detail, error=error)
 
 
 # However it is rewritten, a message kept in the result takes at least this many tokens (or its own).
