@@ -20,9 +20,7 @@ MAX_PARAMETERS = 12
 
 # Known excess, each at today's figure so it cannot grow (the test says when an entry can go).
 MODULE_LINES_ALLOWED: dict[str, int] = {}
-BODY_LINES_ALLOWED = {
-    "core/strategies/summarize.py:_compose": 66,
-}
+BODY_LINES_ALLOWED: dict[str, int] = {}
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

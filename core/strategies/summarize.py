@@ -302,18 +302,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest) - (WRITTEN_BY_TOKENS if digest < 1 else 0)),
     )
     store = workspace.seams.store
-    # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
-    key = _cache_key(summarizer, request) if store is not None else ""
-    cached = store.get_summary(key) if store is not None else None
-    if cached is not None:
-        text, by, notes = cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
-    else:
-        result = summarizer.summarize(request, workspace.counter)
-        # A lone surrogate quoted from the span (half an emoji) is no use in compact's own text, and
-        # the summary cache, SQLite, takes UTF-8 only.
-        text, by, notes = jsonio.valid_unicode(result.text), result.by, result.notes
-        if store is not None:
-            store.put_summary(key, text, {"by": by, "attempts": result.attempts})
+    text, by, notes = _summary_text(workspace, summarizer, request)
     read, changed = tracked_files(span, memo.files)
     read, changed = unite(previous.read, read), unite(previous.changed, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
@@ -346,6 +335,24 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     summary = {"role": "system", "content": "\n".join(lines)}
     tokens = workspace.counter.count_message(Message(data=summary)).tokens
     return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
+
+
+def _summary_text(workspace: Workspace, summarizer: Any, request: SummaryRequest) -> tuple[str, str, Sequence[str]]:
+    """The summarizer's text for ``request``, who wrote it and its notes: from the store's summary
+    cache when it holds the span's, else from the summarizer (and then cached)."""
+    store = workspace.seams.store
+    # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
+    key = _cache_key(summarizer, request) if store is not None else ""
+    cached = store.get_summary(key) if store is not None else None
+    if cached is not None:
+        return cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
+    result = summarizer.summarize(request, workspace.counter)
+    # A lone surrogate quoted from the span (half an emoji) is no use in compact's own text, and
+    # the summary cache, SQLite, takes UTF-8 only.
+    text = jsonio.valid_unicode(result.text)
+    if store is not None:
+        store.put_summary(key, text, {"by": result.by, "attempts": result.attempts})
+    return text, result.by, result.notes
 
 
 def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, memo: _Memo, *,
