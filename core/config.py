@@ -251,7 +251,7 @@ class MemoryConfig:
         if self.summarizer == "none":
             return None
         if self.summarizer is None:
-            return None if self.preset == "seed" else "extractive"
+            return self.policy.summarizer
         return self.summarizer
 
     @property

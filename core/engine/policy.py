@@ -43,13 +43,15 @@ class Policy:
     thinking_when_untriggered: bool = True
     # The closing steps after the strategies, by name, in order.
     closing_steps: tuple[str, ...] = DEFAULT_CLOSING
+    # The summarizer a run uses when none is asked for (None: no summary).
+    summarizer: str | None = "extractive"
 
 
 DEFAULT = Policy("default")
-# The seed's rules: no task pin, no trace of removals, four passes, and no closing step (the
-# turn boundary runs only where the provider needs it).
+# The seed's rules: no task pin, no trace of removals, four passes, no closing step (the turn
+# boundary runs only where the provider needs it) and no summarizer unless one is asked for.
 SEED = Policy("seed", task_pin_share=None, pin_summaries=False, trace=False, fill_budget=False, max_passes=4,
-              spare_what_must_go=False, thinking_when_untriggered=False, closing_steps=())
+              spare_what_must_go=False, thinking_when_untriggered=False, closing_steps=(), summarizer=None)
 
 POLICIES = {policy.name: policy for policy in (DEFAULT, SEED)}
 
