@@ -105,7 +105,7 @@ def _summary_failure(result: Any, summarizer: str | None) -> str:
             return ""
         return (f"the summarizer failed on {len(lines):,} of {result.dataset.conversations:,} conversations "
                 f"(line {line_list(lines, most=5)}): they were written without a summary (a rerun tries them again)")
-    if summary_failed(result.report.get("actions") or [], summarizer):
+    if result.compression is not None and summary_failed(result.compression.actions, summarizer):
         return "the summarizer failed: the transcript was written without a summary (a rerun tries again)"
     return ""
 

@@ -289,7 +289,7 @@ def _compact_transcript(transcript: Decoded, config: MemoryConfig, counter: Mess
 
         step = graph_step(working_graph(options.graph), config.graph_marker)
     result = compact(
-        transcript.messages, config, counter, encoder=choice, mode=options.mode, repair=options.repair,
+        transcript.messages, config.run_settings(), counter, encoder=choice, mode=options.mode, repair=options.repair,
         seams=seams, graph_step=step, source=transcript.path, skipped_lines=transcript.skipped_lines,
         turn_boundary=bool({transcript.format, options.target_format} & formats.USER_FIRST),
         recorded_model=formats.recorded_model(transcript),

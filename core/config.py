@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import tomllib
 from collections.abc import Sequence
@@ -14,6 +15,9 @@ import orjson
 
 from core import strategies
 from core.counting.model_table import DEFAULT_ENCODING, lookup_model
+from core.engine import closing, policy
+from core.engine.policy import Policy
+from core.engine.settings import RunSettings, Step
 from core.engine.structure import KeepRule
 from core.errors import ConfigError
 from core.io.schema_loader import load_schema, validator
@@ -106,7 +110,7 @@ def _coerce(kind: type, value: str) -> Any:
     return kind(value)
 
 
-PRESETS = ("default", "seed")
+PRESETS = tuple(policy.POLICIES)
 SUMMARIZERS = ("extractive", "openai", "none")
 
 # The default list, chosen by bench/quality.py: what no model reads again first (earlier turns'
@@ -175,6 +179,8 @@ class MemoryConfig:
     preset: str = "default"
     # None: the preset's list.
     strategies: tuple[StrategySpec, ...] | None = None
+    # The closing steps after the strategies, by name, in order; None: the preset's.
+    closing_steps: tuple[str, ...] | None = None
 
     @property
     def strategy_specs(self) -> tuple[StrategySpec, ...]:
@@ -196,6 +202,8 @@ class MemoryConfig:
             raise ConfigError(f"unknown preset {self.preset!r}", fix=f"use one of {', '.join(PRESETS)}")
         if self.strategies is None:
             object.__setattr__(self, "strategies", tuple(default_strategies(self.preset)))
+        if self.closing_steps is not None:
+            object.__setattr__(self, "closing_steps", closing.check(tuple(self.closing_steps)))
         if self.max_tokens is not None and self.max_fraction is not None:
             raise ConfigError(
                 "max_tokens and max_fraction are both set; they are mutually exclusive",
@@ -243,13 +251,15 @@ class MemoryConfig:
         if self.summarizer == "none":
             return None
         if self.summarizer is None:
-            return None if self.preset == "seed" else "extractive"
+            return self.policy.summarizer
         return self.summarizer
 
     @property
-    def seed_semantics(self) -> bool:
-        """The seed preset: no task pin, no trace of removals, no turn-boundary rule."""
-        return self.preset == "seed"
+    def policy(self) -> Policy:
+        """The preset's rules (core/engine/policy.py), with the closing steps configured in force: the
+        seed's has no task pin, no trace of removals, no closing step."""
+        preset = policy.for_preset(self.preset)
+        return preset if self.closing_steps is None else replace(preset, closing_steps=self.closing_steps)
 
     @property
     def encoder_implied(self) -> bool:
@@ -265,18 +275,32 @@ class MemoryConfig:
     def keep_rules(self) -> list[KeepRule]:
         return [KeepRule.parse(rule) for rule in self.keep]
 
+    def run_settings(self) -> RunSettings:
+        """What a run of the engine is told: the strategies resolved from the registry, the policy
+        and the budget's inputs (the engine reads no configuration itself)."""
+        window, window_resolved = self.window()
+        return RunSettings(
+            steps=tuple(_step(spec) for spec in self.strategy_specs), policy=self.policy,
+            max_messages=self.max_messages, max_tokens=self.max_tokens, max_fraction=self.max_fraction,
+            window=window, window_resolved=window_resolved, keep=tuple(self.keep_rules()),
+            warning_marker=self.warning_marker, graph_marker=self.graph_marker, warn_fraction=self.warn_fraction,
+            offload_turns=self.offload_turns, model=self.model,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["keep"] = list(self.keep)
         data["require_preserved_kinds"] = list(self.require_preserved_kinds)
         data["markers"] = {"warning": data.pop("warning_marker"), "graph": data.pop("graph_marker")}
         data["strategies"] = [s.to_dict() for s in self.strategy_specs]
+        data["closing_steps"] = None if self.closing_steps is None else list(self.closing_steps)
         return data
 
     def effective_dict(self) -> dict[str, Any]:
         """``to_dict`` with each strategy's parameters spelled out, defaults included (`compact config show`)."""
         data = self.to_dict()
         data["strategies"] = [s.effective() for s in self.strategy_specs]
+        data["closing_steps"] = list(self.policy.closing_steps)  # (the preset's when none is configured)
         return data
 
     def with_overrides(self, **changes: Any) -> MemoryConfig:
@@ -294,6 +318,12 @@ class MemoryConfig:
 
     def unlimited(self) -> MemoryConfig:
         return replace(self, max_messages=None, max_tokens=None, max_fraction=None)
+
+
+def _step(spec: StrategySpec) -> Step:
+    info = strategies.get(spec.kind)
+    return Step(info.name, str(spec), functools.partial(info.run, params=dict(spec.params)), needs=info.needs,
+                cuts_to_newest=info.cuts_to_newest)
 
 
 def check_keep_lines(config: MemoryConfig, lines: list[int | None], path: str, other_lines: Sequence[int] = ()) -> None:
@@ -386,6 +416,8 @@ def config_from_dict(data: dict[str, Any], path: str = "<config>") -> MemoryConf
         values["graph_marker"] = markers["graph"]
     if "keep" in data:
         values["keep"] = tuple(data["keep"])
+    if data.get("closing_steps") is not None:
+        values["closing_steps"] = tuple(data["closing_steps"])
     if "require_preserved_kinds" in data:
         values["require_preserved_kinds"] = tuple(data["require_preserved_kinds"])
     base = Path(path).parent

@@ -6,6 +6,7 @@ prompt_cache) stay plain JSON data: each has its own shape, described in the sch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,15 +45,42 @@ class EncoderReport:
                 "fallback": self.fallback}
 
 
-def summary_failed(actions: list[dict[str, Any]], summarizer: str | None) -> bool:
+@dataclass(frozen=True)
+class Action:
+    """One step's record in the report: which strategy or closing step, in which pass (0: a closing
+    step), what it did, and the error that rolled it back (None when it did not fail)."""
+
+    strategy: str
+    pass_number: int
+    messages_removed: int = 0
+    messages_changed: int = 0
+    messages_added: int = 0
+    messages_offloaded: int = 0
+    tokens_saved: int = 0
+    detail: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "pass": self.pass_number, "messages_removed": self.messages_removed,
+                "messages_changed": self.messages_changed, "messages_added": self.messages_added,
+                "messages_offloaded": self.messages_offloaded, "tokens_saved": self.tokens_saved,
+                "detail": self.detail, "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Action:
+        fields = {key: value for key, value in data.items() if key != "pass"}
+        return cls(**fields, pass_number=data["pass"])
+
+
+def summary_failed(actions: Sequence[Action], summarizer: str | None) -> bool:
     """The model summarizer failed and no later pass got a summary from it (the run is then exit 4).
 
     Only a model's failure counts (the offline summarizer does not fail), and a summary skipped
     because it would not be smaller than its span is in the report's ``skipped``, not an error."""
     if summarizer != "openai":
         return False
-    summaries = [a for a in actions if a.get("strategy") == "summarize"]
-    return any(a.get("error") for a in summaries) and not any(not a.get("error") for a in summaries)
+    summaries = [a for a in actions if a.strategy == "summarize"]
+    return any(a.error for a in summaries) and not any(not a.error for a in summaries)
 
 
 @dataclass(frozen=True)
@@ -129,7 +157,7 @@ class CompressionReport:
     triggered: bool
     passes: int
     strategies: list[str]  # the configured list, as spelled in a config file
-    actions: list[dict[str, Any]]
+    actions: list[Action]
     skipped: list[dict[str, str]]
     last_error: str | None
     warning_appended: bool
@@ -146,8 +174,8 @@ class CompressionReport:
         """The strategies that changed something, in the order they first acted."""
         names: dict[str, None] = {}
         for action in self.actions:
-            if action["error"] is None:
-                names.setdefault(action["strategy"], None)
+            if action.error is None:
+                names.setdefault(action.strategy, None)
         return list(names)
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,7 +191,7 @@ class CompressionReport:
             "triggered": self.triggered,
             "passes": self.passes,
             "strategies": self.strategies,
-            "actions": self.actions,
+            "actions": [action.to_dict() for action in self.actions],
             "skipped": self.skipped,
             "last_error": self.last_error,
             "warning_appended": self.warning_appended,
@@ -184,9 +212,10 @@ class CompressionReport:
         budget = dict(data["budget"])
         floor = Floor(**budget.pop("floor"))
         fields = {key: value for key, value in data.items()
-                  if key not in ("encoder", "before", "after", "budget", "format")}
+                  if key not in ("encoder", "before", "after", "budget", "format", "actions")}
         return cls(
             **fields,
+            actions=[Action.from_dict(action) for action in data["actions"]],
             encoder=EncoderReport(**data["encoder"]),
             before=Usage(**data["before"]),
             after=Usage(**data["after"]),

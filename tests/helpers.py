@@ -76,7 +76,7 @@ def run_core(messages: list[dict[str, Any]], *, mode: str = "budget", repair: bo
     config = MemoryConfig().with_overrides(**settings)
     counter, choice = shared_counter()
     loaded = [Message(data=m, line=i, source=orjson.dumps(m)) for i, m in enumerate(messages, start=1)]
-    return compact(loaded, config, MessageCounter(counter), encoder=choice, mode=mode, repair=repair, seams=seams)
+    return compact(loaded, config.run_settings(), MessageCounter(counter), encoder=choice, mode=mode, repair=repair, seams=seams)
 
 
 def lines_of(result: Any) -> list[int | None]:

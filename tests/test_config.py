@@ -92,13 +92,13 @@ def test_default_config_matches_the_seed() -> None:
         "clear_tool_results:keep_pairs=3,keep_recent=0.0", "clamp_oversized_messages:max_part_tokens=4096",
         "sliding_window:keep_messages=40", "drop_observations", "drop_turns",
     ]
-    assert seed.summarizer_in_use is None and seed.seed_semantics
+    assert seed.summarizer_in_use is None and seed.policy.name == "seed"
     config = MemoryConfig()
     assert [str(s) for s in config.strategies] == [
         "drop_old_thinking", "deduplicate_file_reads", "supersede_plans", "clear_tool_results",
         "clamp_oversized_messages", "summarize", "sliding_window", "drop_observations", "drop_turns",
     ]
-    assert config.summarizer_in_use == "extractive" and not config.seed_semantics
+    assert config.summarizer_in_use == "extractive" and config.policy.name == "default"
     defaults = {name: strategies.get(name).defaults() for name in strategies.NAMES}
     # Budget first: no message cap and no fixed span unless asked for.
     assert defaults["sliding_window"] == {"keep_messages": None}

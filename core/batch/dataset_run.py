@@ -115,7 +115,7 @@ class DatasetCompactor:
             self.rows.append(ConversationRow(number, 0, 0, 0, 0, changed=False, over_budget=False, strategies=[]))
             return raw
         result = compact(
-            messages, self.config, self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
+            messages, self.config.run_settings(), self.counter, encoder=self.encoder, mode=self.mode, repair=self.repair,
             seams=self.seams, source=f"{self.name}:{number}",
         )
         report = result.compression

@@ -12,8 +12,29 @@ first change, and keeps a loop's only for a model that needs it.
 from __future__ import annotations
 
 from core.engine.workspace import StepOutcome, Workspace
-from core.messages import SYSTEM_ROLES, Message, tool_calls
-from core.strategies.drop_old_thinking import THINKING_BLOCKS, shed
+from core.messages import SYSTEM_ROLES, Message, has_text, tool_calls
+
+THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})  # Anthropic; Responses
+
+
+def shed(workspace: Workspace, position: int, kinds: frozenset[str], reason: str) -> int:
+    """Remove the ``kinds`` of thinking parts from the assistant message at ``position`` (the message
+    whole when nothing else is left in it); the number of parts removed (0 when none, or refused)."""
+    message = workspace.messages[position]
+    content = message.data.get("content")
+    if not isinstance(content, list) or message.role != "assistant":
+        return 0  # (most messages: checked before anything costlier)
+    kept = [part for part in content if not (isinstance(part, dict) and part.get("type") in kinds)]
+    if len(kept) == len(content) or not workspace.alive(position):
+        return 0
+    data = {**message.data, "content": kept or None}  # (calls alone: no content, as the chat format has it)
+    if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
+        if not workspace.remove([position], reason):
+            return 0
+    else:
+        workspace.rewrite(position, data, reason)
+    return len(content) - len(kept)
+
 
 # Claude models that check a thinking block's prefix (Anthropic, "Preserved thinking"): a block
 # sent back after anything before it changed is refused (400) or dropped, the current turn's too.

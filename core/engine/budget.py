@@ -10,9 +10,6 @@ TOKENS = "max_tokens"
 FRACTION = "max_fraction"
 UNLIMITED = "unlimited"  # no budget: the trigger, and the mode of a run that compacts nothing
 
-# Under a token budget a run lands at or under AIM_SHARE of it, and above FILL_SHARE of it when it can.
-AIM_SHARE = 0.98
-FILL_SHARE = 0.95
 
 
 @dataclass(frozen=True)

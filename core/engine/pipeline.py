@@ -6,46 +6,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core import strategies
-from core.config import MemoryConfig
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import EncoderChoice
-from core.engine import bound_thinking, give_back
+from core.engine import bound_thinking, closing, fit
 from core.engine.budget import UNLIMITED, Budget
-from core.engine.clamp import clamp_content
+from core.engine.policy import Policy
 from core.engine.seams import Seams
+from core.engine.settings import RunSettings
 from core.engine.structure import PinRules, Structure, kept_lines
 from core.engine.workspace import Workspace, unchanged_prefix
 from core.errors import StoreUnavailable, StrategySkipped
-from core.messages import (
-    SYSTEM_ROLES,
-    Message,
-    has_text,
-    is_provider_record,
-    is_summary,
-    is_user_message,
-    starts_with_marker,
-)
-from core.report import (
-    GIVE_BACK,
-    BudgetReport,
-    CompressionReport,
-    EncoderReport,
-    Floor,
-    Usage,
-)
-from core.strategies.drop_old_thinking import THINKING_BLOCKS
+from core.messages import Message, starts_with_marker
+from core.report import Action, BudgetReport, CompressionReport, EncoderReport, Floor, Usage
 
-# The seed's cap. The default preset goes on while a pass makes progress, so a run never stops
-# still shrinking (a rerun of its output would shrink it further); SAFETY_PASSES bounds it.
-MAX_PASSES = 4
-SAFETY_PASSES = 64
 BUDGET = "budget"
 FULL = "full"
 MODES = (BUDGET, FULL, UNLIMITED)
 
-# A step after the strategies: acts on the workspace, appends its action to the report's list.
-ClosingStep = Callable[[Workspace, list[dict[str, Any]]], None]
 # Renders the working graph into the compacted messages; returns them and the graph summary.
 GraphStep = Callable[[list[Message], MessageCounter], tuple[list[Message], dict[str, Any]]]
 
@@ -91,7 +68,7 @@ def warning_text(marker: str, tokens: int, window: int) -> str:
 
 def compact(
     messages: Sequence[Message],
-    config: MemoryConfig,
+    settings: RunSettings,
     counter: MessageCounter,
     *,
     encoder: EncoderChoice,
@@ -104,41 +81,42 @@ def compact(
     turn_boundary: bool = False,
     recorded_model: str | None = None,
 ) -> CompactionResult:
-    """Compact ``messages`` as ``config`` says; pure apart from the counter's cache.
+    """Compact ``messages`` as ``settings`` says (``MemoryConfig.run_settings()``); pure apart from the
+    counter's cache.
 
     ``turn_boundary``: the provider needs the kept window to open with a user message (Anthropic,
     Claude Code); the default preset keeps that rule for every format. ``recorded_model``: the model
-    the transcript says wrote its newest reply, when ``config`` names none.
+    the transcript says wrote its newest reply, when ``settings`` names none.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     seams = seams or Seams()
     if mode == UNLIMITED:
-        config = config.unlimited()
+        settings = settings.unlimited()
     counted = counter.count_messages(messages)
-    workspace = _workspace(counted, config, counter, mode=mode, seams=seams, source=source)
+    workspace = _workspace(counted, settings, counter, mode=mode, seams=seams, source=source)
     budget = workspace.budget
     before = Usage.of(workspace.live_messages, workspace.live_tokens, budget.window)
     orphans = _orphans(counted, workspace.structure)
 
-    warning_appended = _maybe_warn(workspace, config, before.tokens, budget.window)
-    actions: list[dict[str, Any]] = []
+    warning_appended = _maybe_warn(workspace, settings, before.tokens, budget.window)
+    actions: list[Action] = []
     if repair:
-        _repair(workspace, actions)
+        closing.run(closing.get("repair"), workspace, closing.Context(), actions)
 
     triggered = budget.over(workspace.live_messages, workspace.live_tokens)
-    model = config.model or recorded_model  # (the model the output goes to: its thinking rules)
-    graph_at = _graph_change_at(graph_step, workspace.messages, config, counter)
+    model = settings.model or recorded_model  # (the model the output goes to: its thinking rules)
+    graph_at = _graph_change_at(graph_step, workspace.messages, settings, counter)
     skipped: dict[str, str] = {}
     errors: list[str] = []
     passes = 0
     if mode == FULL or triggered:
-        passes = _run_strategies(workspace, config, seams, actions, skipped, errors)
-        for step in _closing_steps(config, mode, turn_boundary, graph_at, model):
-            _guarded(step, workspace, actions, errors)
-    elif (actions or graph_at is not None) and not config.seed_semantics:  # a repair or the graph changed it
-        # (nothing is compacted: only what would be refused goes, not the reasoning OpenAI drops itself)
-        _guarded(_thinking_step(model, graph_at, earlier=bound_thinking.SIGNED_THINKING), workspace, actions, errors)
+        passes = _run_strategies(workspace, settings, seams, actions, skipped, errors)
+        context = closing.Context(checks_prefix=bound_thinking.model_checks_prefix(model), graph_at=graph_at)
+        for step in closing.in_force(settings.policy.closing_steps, budget_mode=mode == BUDGET, user_first=turn_boundary):
+            _guarded(step, workspace, context, actions, errors)
+    elif (actions or graph_at is not None) and _checks_thinking_untriggered(settings.policy):  # a repair or the graph changed it
+        _unbound_thinking(workspace, model, graph_at, actions, errors)
 
     floor_messages, floor_tokens = workspace.floor()
     result_messages = workspace.messages
@@ -155,7 +133,7 @@ def compact(
         budget=BudgetReport.of(budget, Floor(floor_messages, floor_tokens)),
         triggered=triggered,
         passes=passes,
-        strategies=[str(s) for s in config.strategy_specs],
+        strategies=[step.label for step in settings.steps],
         actions=actions,
         skipped=[{"strategy": k, "reason": v} for k, v in skipped.items()],
         last_error=errors[-1] if errors else None,
@@ -178,160 +156,76 @@ def _orphans(counted: Sequence[Message], structure: Structure) -> dict[str, Any]
     }
 
 
-def _workspace(counted: Sequence[Message], config: MemoryConfig, counter: MessageCounter, *, mode: str,
+def _workspace(counted: Sequence[Message], settings: RunSettings, counter: MessageCounter, *, mode: str,
                seams: Seams, source: str) -> Workspace:
     """The working list of one run, with its budget and what it pins."""
-    window, window_resolved = config.window()
     budget = Budget.resolve(
-        max_messages=config.max_messages,
-        max_tokens=config.max_tokens,
-        max_fraction=config.max_fraction,
-        window=window,
-        window_resolved=window_resolved,
+        max_messages=settings.max_messages,
+        max_tokens=settings.max_tokens,
+        max_fraction=settings.max_fraction,
+        window=settings.window,
+        window_resolved=settings.window_resolved,
     )
+    policy = settings.policy
     pins = PinRules(
-        kept=kept_lines(counted, config.keep_rules()),
-        markers=(config.warning_marker, config.graph_marker),
-        graph_marker=config.graph_marker,
-        task_pin_tokens=None if config.seed_semantics else _task_pin_tokens(budget),
-        pin_summaries=not config.seed_semantics,
+        kept=kept_lines(counted, settings.keep),
+        markers=(settings.warning_marker, settings.graph_marker),
+        graph_marker=settings.graph_marker,
+        task_pin_tokens=_task_pin_tokens(budget, policy.task_pin_share),
+        pin_summaries=policy.pin_summaries,
     )
     return Workspace(counted, budget=budget, counter=counter, pins=pins, full=mode == FULL,
-                     offload_turns=config.offload_turns, seams=seams, source=source,
-                     trace=not config.seed_semantics)
+                     offload_turns=settings.offload_turns, seams=seams, source=source, policy=policy)
 
 
-# The task statement stays pinned while it takes at most this share of a token budget.
-TASK_PIN_SHARE = 0.2
-# A pinned message clamped to reach the budget keeps at least this many tokens.
-PINNED_FLOOR_TOKENS = 64
-
-
-def _task_pin_tokens(budget: Budget) -> int | None:
+def _task_pin_tokens(budget: Budget, share: float | None) -> int | None:
+    if share is None:
+        return None  # no task pin
     if budget.token_limit is not None:
-        return int(budget.token_limit * TASK_PIN_SHARE)
+        return int(budget.token_limit * share)
     return budget.window  # a message budget or none: the task statement is one message, pin it
 
 
-def _closing_steps(config: MemoryConfig, mode: str, turn_boundary: bool, graph_at: int | None = None,
-                   model: str | None = None) -> list[ClosingStep]:
-    """What runs after the strategies: the last resort for pins over the budget, the turn boundary,
-    and giving back what later steps made room for (the seed preset has only the boundary, and only
-    where the provider needs it)."""
-    default = not config.seed_semantics
-    steps: list[ClosingStep] = []
-    if mode == BUDGET and default:
-        steps.append(_clamp_pinned)
-    if turn_boundary or default:
-        steps.append(_open_at_turn_boundary)
-    if default:
-        steps.append(_thinking_step(model, graph_at))  # (before give_back, which fills the room it frees)
-    if mode == BUDGET and default:
-        steps.append(_give_back)
-    return steps
+def _checks_thinking_untriggered(policy: Policy) -> bool:
+    """Whether a run that compacts nothing still removes the thinking a repair or the graph unbound."""
+    return policy.thinking_when_untriggered and "thinking_after_change" in policy.closing_steps
 
 
-def _guarded(step: ClosingStep, workspace: Workspace,
-             actions: list[dict[str, Any]], errors: list[str]) -> None:
+def _unbound_thinking(workspace: Workspace, model: str | None, graph_at: int | None,
+                      actions: list[Action], errors: list[str]) -> None:
+    """A run that compacts nothing removes only the thinking a provider would refuse after a repair or
+    the graph changed the conversation, not the reasoning OpenAI drops itself."""
+    context = closing.Context(checks_prefix=bound_thinking.model_checks_prefix(model), graph_at=graph_at,
+                              earlier=bound_thinking.SIGNED_THINKING)
+    _guarded(closing.get("thinking_after_change"), workspace, context, actions, errors)
+
+
+def _guarded(step: closing.ClosingStep, workspace: Workspace, context: closing.Context,
+             actions: list[Action], errors: list[str]) -> None:
     """A closing step that fails (a store refusing the write) is rolled back and recorded, like a strategy."""
     try:
-        step(workspace, actions)
+        closing.run(step, workspace, context, actions)
     except Exception as exc:  # noqa: BLE001  a failed closing step is recorded, never fatal
         if workspace.step_open:  # (failing before its begin(), it changed nothing: the last step stays)
             workspace.rollback()
         errors.append(f"{workspace.strategy}: {exc}")
 
 
-def _clamp_pinned(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """When pinned messages alone exceed a token budget, cut the middle of the newest request, then of
-    the summaries earlier runs wrote (summarize folds one in only beside a span it replaces), then (as
-    a last resort) of the first system message, keeping head and tail and marking the cut."""
-    budget = workspace.budget
-    if budget.token_limit is None or not workspace.over_budget():
-        return
-    if workspace.floor()[1] <= budget.token_limit:  # they fit: the strategies fell short, which is theirs to say
-        return
-    structure = workspace.structure
-    newest = next((p for p in reversed(structure.user_positions) if structure.pinned[p]), None)
-    system = next((p for p, m in enumerate(workspace.messages) if structure.pinned[p] and m.role in SYSTEM_ROLES
-                   and not workspace.is_own(p)), None)
-    earlier = [(p, "an earlier summary") for p in range(len(workspace.messages)) if structure.pinned[p]
-               and workspace.alive(p) and not workspace.is_own(p) and is_summary(workspace.messages[p])
-               and not is_provider_record(workspace.messages[p])]  # (signed or encrypted: never cut)
-    workspace.begin("clamp_pinned", 0)
-    for position, what in ((newest, "the newest request"), *earlier, (system, "the first system message")):
-        if position is None or budget.limit is None or not workspace.over_budget():  # no limit: never over
-            continue
-        message = workspace.messages[position]
-        # Only what the pinned messages exceed: unpinned ones a short strategy list left are not theirs to pay for.
-        excess = min(workspace.live_tokens, workspace.floor()[1]) - int(budget.limit * 0.97)
-        if excess <= 0:
-            break
-        room = max(PINNED_FLOOR_TOKENS, message.tokens - excess)
-        content, changed = clamp_content(message.data.get("content"), room, workspace.counter)
-        if changed:
-            workspace.rewrite_pinned(position, {**message.data, "content": content},
-                                     f"the pinned messages alone exceeded the budget: the middle of {what} was cut")
-    outcome = workspace.end("cut the middle of pinned messages that alone exceeded the budget")
-    if outcome.acted:
-        actions.append(_action("clamp_pinned", 0, outcome))
+def _checks_thinking(policy: Policy) -> bool:
+    return "thinking_after_change" in policy.closing_steps
 
 
-def _open_at_turn_boundary(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """The kept window opens with a user message, or with compact's record of what went before it.
-
-    When compaction cut into a turn and left no summary or trace in front of the cut, the
-    rest of that turn goes too, up to the next user message (a provider such as Anthropic
-    refuses a conversation whose first message is the assistant's).
-    """
-    messages = workspace.messages
-    structure = workspace.structure
-    first = next((p for p, m in enumerate(messages) if structure.counted[p] and m.role not in SYSTEM_ROLES), None)
-    if first is None or is_user_message(messages[first].data) or not any(e["action"] == "removed" for e in workspace.ledger):
-        return
-    if any(workspace.is_own(p) or is_summary(messages[p]) for p in range(first)):
-        return
-    following = [p for p in structure.user_positions if p > first]
-    if not following:
-        return
-    workspace.begin("turn_boundary", 0)
-    for position in range(first, following[0]):
-        if workspace.alive(position) and not workspace.pinned(position):
-            workspace.remove([position], "the rest of a cut turn: the kept window opens with a user message")
-    outcome = workspace.end("removed the rest of a cut turn so the kept window opens with a user message")
-    if outcome.acted:
-        actions.append(_action("turn_boundary", 0, outcome))
-
-
-def _thinking_step(model: str | None, graph_at: int | None, earlier: frozenset[str] = THINKING_BLOCKS) -> ClosingStep:
-    checks = bound_thinking.model_checks_prefix(model)
-
-    def step(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-        outcome = bound_thinking.thinking_after_change(workspace, checks_prefix=checks, graph_at=graph_at,
-                                                       earlier=earlier)
-        if outcome is not None and outcome.acted:
-            actions.append(_action("thinking_after_change", 0, outcome))
-
-    return step
-
-
-def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], config: MemoryConfig,
+def _graph_change_at(graph_step: GraphStep | None, messages: list[Message], settings: RunSettings,
                      counter: MessageCounter) -> int | None:
     """Where rendering the graph in will change ``messages`` (after the first system message):
     thinking after it is bound to a conversation that no longer exists either. None when the graph
     changes nothing, no message holds thinking, or the seed preset leaves thinking alone.
     """
-    if graph_step is None or config.seed_semantics or not any(bound_thinking.has_thinking(m) for m in messages):
+    if graph_step is None or not _checks_thinking(settings.policy) or not any(bound_thinking.has_thinking(m) for m in messages):
         return None
     rendered, _ = graph_step(list(messages), counter)
     prefix = unchanged_prefix(messages, rendered)
     return None if prefix == len(messages) == len(rendered) else prefix
-
-
-def _give_back(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    outcome = give_back.give_back(workspace)
-    if outcome is not None and outcome.acted:
-        actions.append(_action(GIVE_BACK, 0, outcome))
 
 
 def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict[str, Any]:
@@ -350,10 +244,10 @@ def prompt_cache(original: Sequence[Message], result: Sequence[Message]) -> dict
     }
 
 
-def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window: int) -> bool:
-    if config.warn_fraction is None or tokens < config.warn_fraction * window:
+def _maybe_warn(workspace: Workspace, settings: RunSettings, tokens: int, window: int) -> bool:
+    if settings.warn_fraction is None or tokens < settings.warn_fraction * window:
         return False
-    marker = config.warning_marker
+    marker = settings.warning_marker
     if any(starts_with_marker(m.data, marker) for m in workspace.messages):
         return False  # one-shot: an earlier run already warned
     data = {"role": "system", "content": warning_text(marker, tokens, window)}
@@ -361,70 +255,31 @@ def _maybe_warn(workspace: Workspace, config: MemoryConfig, tokens: int, window:
     return True
 
 
-def _repair(workspace: Workspace, actions: list[dict[str, Any]]) -> None:
-    """--repair: drop results without a call and calls without a result that the input already had, and
-    write a tool message's one-id ``tool_call_ids`` list (SWE-agent) as the ``tool_call_id`` the API takes."""
-    structure = workspace.structure
-    workspace.begin("repair", 0)
-    for position in structure.orphan_results:
-        if len(structure.group(position)) == 1 and not workspace.pinned(position):
-            workspace.remove([position], "orphan tool result: its call is missing")
-    orphan_ids: dict[int, set[str]] = {}
-    for position, call_id in structure.orphan_calls:
-        orphan_ids.setdefault(position, set()).add(call_id)
-    for position, ids in orphan_ids.items():
-        if workspace.pinned(position) or not workspace.alive(position):
-            continue
-        data = dict(workspace.messages[position].data)
-        remaining = [c for c in data.get("tool_calls") or [] if str(c.get("id")) not in ids]
-        reason = f"orphan tool call(s) {', '.join(sorted(ids))}: the result is missing"
-        if not remaining and not has_text(data):
-            workspace.remove([position], reason)
-            continue
-        if remaining:
-            data["tool_calls"] = remaining
-        else:
-            data.pop("tool_calls", None)
-        workspace.rewrite(position, data, reason)
-    for position, message in enumerate(workspace.messages):
-        listed = message.data.get("tool_call_ids") if message.role == "tool" else None
-        if isinstance(listed, list) and len(listed) == 1 and "tool_call_id" not in message.data \
-                and workspace.alive(position) and not workspace.pinned(position):
-            # SWE-agent's one-id list: the chat API takes the call's id only as tool_call_id.
-            data = {key: value for key, value in message.data.items() if key != "tool_call_ids"}
-            workspace.rewrite(position, {**data, "tool_call_id": listed[0]}, "tool_call_ids list written as tool_call_id")
-    outcome = workspace.end("dropped orphan calls and results the input already had; wrote one-id "
-                            "tool_call_ids lists as tool_call_id")
-    if outcome.acted:
-        actions.append(_action("repair", 0, outcome))
-
-
 def _run_strategies(
     workspace: Workspace,
-    config: MemoryConfig,
+    settings: RunSettings,
     seams: Seams,
-    actions: list[dict[str, Any]],
+    actions: list[Action],
     skipped: dict[str, str],
     errors: list[str],
 ) -> int:
     full = workspace.full
     passes = 0
-    cap = MAX_PASSES if config.seed_semantics else SAFETY_PASSES
-    for pass_number in range(1, cap + 1):
+    for pass_number in range(1, settings.policy.max_passes + 1):
         passes = pass_number
         progress = False
-        for index, spec in enumerate(config.strategy_specs):
-            info = strategies.get(spec.kind)
+        for index, info in enumerate(settings.steps):
             missing = seams.reason_missing(info.needs)
             if missing is not None:
                 skipped.setdefault(info.name, missing)
                 continue
             if not full and not workspace.over_budget():
                 break
-            workspace.must_go_before = _must_go_before(workspace, config, index)
+            window_follows = any(later.cuts_to_newest for later in settings.steps[index + 1:])
+            workspace.must_go_before = fit.must_go_before(workspace, window_follows)
             workspace.begin(info.name, pass_number)
             try:
-                detail = info.run(workspace, spec.params)
+                detail = info.run(workspace)
                 outcome = workspace.end(detail)
             except StoreUnavailable:  # the store itself broke: going on would be a silent failure
                 workspace.rollback()
@@ -437,36 +292,12 @@ def _run_strategies(
             except Exception as exc:  # noqa: BLE001  a strategy error never fails the run (memory-plugin.txt, "Errors")
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")
-                actions.append({**_action(info.name, pass_number, workspace.end()), "error": str(exc)})
+                actions.append(workspace.end().action(info.name, pass_number, error=str(exc)))
                 continue
             if outcome.acted:
                 progress = True
-                actions.append(_action(info.name, pass_number, outcome))
+                actions.append(outcome.action(info.name, pass_number))
                 skipped.pop(info.name, None)  # skipped in an earlier pass, it acted in this one
         if full or not workspace.over_budget() or not progress:
             break
     return passes
-
-
-def _must_go_before(workspace: Workspace, config: MemoryConfig, index: int) -> int:
-    """Where the messages that must go end, when a later sliding_window keeps only the newest that
-    fit: rewriting older ones (clearing, clamping) would be work for messages the run then removes."""
-    if config.seed_semantics:
-        return 0
-    if not any(strategies.get(spec.kind).name == "sliding_window" for spec in config.strategy_specs[index + 1:]):
-        return 0
-    return workspace.oldest_that_can_stay()
-
-
-def _action(strategy: str, pass_number: int, outcome: Any) -> dict[str, Any]:
-    return {
-        "strategy": strategy,
-        "pass": pass_number,
-        "messages_removed": outcome.removed,
-        "messages_changed": outcome.rewritten,
-        "messages_added": outcome.added,
-        "messages_offloaded": outcome.offloaded,
-        "tokens_saved": outcome.tokens_saved,
-        "detail": outcome.detail,
-        "error": None,
-    }

@@ -14,9 +14,11 @@ from typing import Any
 
 from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
+from core.engine.policy import DEFAULT, Policy
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
 from core.messages import ORIGINAL_KEY, Message, call_ids, content_handle, has_text, result_ids
+from core.report import Action
 
 # What the structure (turns, pairing) is read from: a rewrite that changes one of these, or which
 # calls a message makes, is analysed again; one that changes text or arguments is not.
@@ -37,6 +39,12 @@ class StepOutcome:
     @property
     def acted(self) -> bool:
         return self.removed > 0 or self.rewritten > 0 or self.added > 0
+
+    def action(self, strategy: str, pass_number: int, error: str | None = None) -> Action:
+        """The report's record of this step: which strategy or closing step, in which pass, what it did."""
+        return Action(strategy, pass_number, messages_removed=self.removed, messages_changed=self.rewritten,
+                      messages_added=self.added, messages_offloaded=self.offloaded, tokens_saved=self.tokens_saved,
+                      detail=self.detail, error=error)
 
 
 # However it is rewritten, a message kept in the result takes at least this many tokens (or its own).
@@ -65,16 +73,12 @@ class Workspace:
         offload_turns: int = 2,
         seams: Seams | None = None,
         source: str = "<stdin>",
-        trace: bool = True,
+        policy: Policy = DEFAULT,
     ) -> None:
         self.seams = seams or Seams()
         self.pins = pins or PinRules()
-        # Strategies that remove messages leave a placeholder saying what went; the seed preset
-        # leaves none, as the seed does.
-        self.trace = trace
-        # Budget-first refinements (a result cut rather than cleared when clearing overshoots) are the
-        # default preset's; the seed preset keeps the seed's rules, and leaves no trace either.
-        self.fill_budget = trace
+        # The preset's rules: whether removals leave a trace, the shares of the budget to aim for, ...
+        self.policy = policy
         # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
         # does not delete the record of what an earlier one removed.
         self.own: set[int] = set()

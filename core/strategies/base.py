@@ -29,6 +29,9 @@ class StrategyInfo:
     apply: ApplyFn
     # The extension seam the strategy needs ("store", "summarizer"); None when it needs none.
     needs: str | None = None
+    # It keeps only the newest messages that fit (a sliding window): strategies before it leave
+    # alone what it removes anyway (fit.must_go_before).
+    cuts_to_newest: bool = False
 
     def defaults(self) -> dict[str, Any]:
         return {p.name: p.default for p in self.params}

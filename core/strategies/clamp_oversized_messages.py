@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.engine.budget import AIM_SHARE
+from core.engine import fit
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message
 from core.engine.workspace import Workspace
 from core.strategies.base import Param, StrategyInfo
@@ -21,14 +21,6 @@ def part_limit(workspace: Workspace, max_part_tokens: int | None) -> int:
     return SEED_PART_TOKENS
 
 
-def _still_needed(workspace: Workspace) -> int:
-    """Tokens the run must still lose to land just under a token budget (0 without one)."""
-    limit = workspace.budget.token_limit
-    if workspace.full or limit is None:
-        return 0
-    return max(0, workspace.live_tokens - int(AIM_SHARE * limit))
-
-
 def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
     limit = part_limit(workspace, max_part_tokens)
     clamped_parts = 0
@@ -38,7 +30,7 @@ def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
         if workspace.pinned(position) or workspace.must_go(position) or message.tokens <= limit or not workspace.alive(position):
             continue
         # Cut only as much as the budget still needs: the rest of a long part is worth keeping.
-        part_room = max(limit, message.tokens - _still_needed(workspace)) if max_part_tokens is None else limit
+        part_room = max(limit, message.tokens - fit.still_needed(workspace)) if max_part_tokens is None else limit
         data, cut = clamp_message(message.data, part_room, workspace.counter)
         if data is not None:
             if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:

@@ -10,8 +10,7 @@ defines, so the model knows what it saw and can read it again.
 
 from __future__ import annotations
 
-from core.engine import placeholders
-from core.engine.budget import AIM_SHARE, FILL_SHARE
+from core.engine import fit, placeholders
 from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
 from core.engine.later_use import used_later
@@ -22,12 +21,9 @@ from core.strategies.base import Param, StrategyInfo
 
 def _cut_instead(workspace: Workspace, position: int) -> bool:
     """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
-    limit = workspace.budget.token_limit
-    if not workspace.fill_budget or workspace.full or limit is None:
-        return False
     message = workspace.messages[position]
-    needed = workspace.live_tokens - int(AIM_SHARE * limit)
-    if needed <= 0 or workspace.live_tokens - message.tokens >= FILL_SHARE * limit:
+    needed = fit.would_overshoot(workspace, message.tokens)
+    if not needed:
         return False  # clearing it whole does not land the run far below the aim
     room = message.tokens - needed - 16
     if room < MIN_PART_TOKENS:
@@ -82,7 +78,7 @@ def _unused_first(workspace: Workspace, candidates: list[int]) -> tuple[list[int
     the agent did not use later go first (the rest keep their order after them). And whether any
     went ahead of an older one."""
     limit = workspace.budget.token_limit
-    if not workspace.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
+    if not workspace.policy.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
         return candidates, False
     messages = workspace.messages
     if workspace.live_tokens - sum(messages[p].tokens for p in candidates) > limit:

@@ -15,31 +15,11 @@ nothing but thinking goes whole.
 
 from __future__ import annotations
 
+from core.engine.bound_thinking import THINKING_BLOCKS, shed
 from core.engine.workspace import Workspace
-from core.messages import has_text, tool_calls
 from core.strategies.base import StrategyInfo
 
-THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})  # Anthropic; Responses
 REASON = "thinking of an earlier turn: the first thing to go (the APIs discard or refuse it once the run changes what came before it)"
-
-
-def shed(workspace: Workspace, position: int, kinds: frozenset[str], reason: str) -> int:
-    """Remove the ``kinds`` of thinking parts from the assistant message at ``position`` (the message
-    whole when nothing else is left in it); the number of parts removed (0 when none, or refused)."""
-    message = workspace.messages[position]
-    content = message.data.get("content")
-    if not isinstance(content, list) or message.role != "assistant":
-        return 0  # (most messages: checked before anything costlier)
-    kept = [part for part in content if not (isinstance(part, dict) and part.get("type") in kinds)]
-    if len(kept) == len(content) or not workspace.alive(position):
-        return 0
-    data = {**message.data, "content": kept or None}  # (calls alone: no content, as the chat format has it)
-    if not has_text(data) and not tool_calls(data) and not any(isinstance(p, dict) for p in kept):
-        if not workspace.remove([position], reason):
-            return 0
-    else:
-        workspace.rewrite(position, data, reason)
-    return len(content) - len(kept)
 
 
 def apply(workspace: Workspace) -> str:

@@ -25,7 +25,7 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
     before = workspace.live_messages
     cap = keep_messages if keep_messages is not None or not workspace.full else FULL_WINDOW
     removed: list[int] = []
-    reserve = (TRACE_TOKENS, 1) if workspace.trace else (0, 0)
+    reserve = (TRACE_TOKENS, 1) if workspace.policy.trace else (0, 0)
     floor_messages, floor_tokens = workspace.floor()
     if workspace.budget.over(floor_messages + reserve[1], floor_tokens + reserve[0]):
         reserve = (0, 0)  # too tight for a guess: the trace's room is made once its real size is known
@@ -38,7 +38,7 @@ def apply(workspace: Workspace, *, keep_messages: int | None) -> str:
         closure = workspace.removal_set([position])  # the message with its pairs, not yet removed
         if closure and workspace.remove(closure, "outside the sliding window"):
             removed.extend(sorted(closure))
-    if removed and workspace.trace:
+    if removed and workspace.policy.trace:
         leave_trace(workspace, sorted(removed), (floor_messages, floor_tokens))
     window = f"window {cap}" if cap is not None else "the newest that fit the budget"
     return f"kept the newest {workspace.live_messages} of {before} messages ({window})"
@@ -84,4 +84,5 @@ STRATEGY = StrategyInfo(
     summary="keep the newest messages that fit (at most keep_messages when given)",
     params=(Param("keep_messages", int, None, "a cap on the newest messages kept, pinned included (default: none under a token budget)"),),
     apply=apply,
+    cuts_to_newest=True,
 )

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.engine.budget import AIM_SHARE, FILL_SHARE, MESSAGES
+from core.engine import fit
+from core.engine.budget import MESSAGES
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
@@ -150,20 +151,19 @@ def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_toke
     newest first, whole while they fit, then the next one with its longest texts cut in the middle
     (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
     rewritten where cut), or an empty set."""
-    limit = workspace.budget.limit or 0
     counted = workspace.structure.counted
     span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
     after = workspace.live_tokens - span_tokens + summary_tokens
     kept: set[int] = set()
     remaining = list(removable)
-    while after < (FILL_SHARE + AIM_SHARE) / 2 * limit:  # not yet close enough to the aim
+    while not fit.near_aim(workspace, after):
         newest = set(workspace.removal_set([remaining[-1]]) or ()) & set(remaining)
         whole = len(newest) == len(remaining)  # the span's last exchange
         if not newest or whole and kept:
             break  # the summary takes the rest
         extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
         # A span of one exchange: cut, it needs no summary beside it.
-        cut = after + extra - int(AIM_SHARE * limit) - (summary_tokens if whole else 0)
+        cut = after + extra - fit.aim_tokens(workspace) - (summary_tokens if whole else 0)
         if cut > 0 and not whole and summary_left_out and output_outranked(workspace, newest):
             break
         if cut > 0 and not _cut_to_fit(workspace, newest, cut):
@@ -302,18 +302,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest) - (WRITTEN_BY_TOKENS if digest < 1 else 0)),
     )
     store = workspace.seams.store
-    # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
-    key = _cache_key(summarizer, request) if store is not None else ""
-    cached = store.get_summary(key) if store is not None else None
-    if cached is not None:
-        text, by, notes = cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
-    else:
-        result = summarizer.summarize(request, workspace.counter)
-        # A lone surrogate quoted from the span (half an emoji) is no use in compact's own text, and
-        # the summary cache, SQLite, takes UTF-8 only.
-        text, by, notes = jsonio.valid_unicode(result.text), result.by, result.notes
-        if store is not None:
-            store.put_summary(key, text, {"by": by, "attempts": result.attempts})
+    text, by, notes = _summary_text(workspace, summarizer, request)
     read, changed = tracked_files(span, memo.files)
     read, changed = unite(previous.read, read), unite(previous.changed, changed)
     listed = f"{text}\n{', '.join(read)}\n{', '.join(changed)}"  # a path the file lists name is not lost
@@ -346,6 +335,24 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     summary = {"role": "system", "content": "\n".join(lines)}
     tokens = workspace.counter.count_message(Message(data=summary)).tokens
     return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
+
+
+def _summary_text(workspace: Workspace, summarizer: Any, request: SummaryRequest) -> tuple[str, str, Sequence[str]]:
+    """The summarizer's text for ``request``, who wrote it and its notes: from the store's summary
+    cache when it holds the span's, else from the summarizer (and then cached)."""
+    store = workspace.seams.store
+    # The key serialises the whole span (tens of megabytes on a long session): only a store needs it.
+    key = _cache_key(summarizer, request) if store is not None else ""
+    cached = store.get_summary(key) if store is not None else None
+    if cached is not None:
+        return cached["text"], cached["meta"].get("by", summarizer.name), ["from the summary cache"]
+    result = summarizer.summarize(request, workspace.counter)
+    # A lone surrogate quoted from the span (half an emoji) is no use in compact's own text, and
+    # the summary cache, SQLite, takes UTF-8 only.
+    text = jsonio.valid_unicode(result.text)
+    if store is not None:
+        store.put_summary(key, text, {"by": result.by, "attempts": result.attempts})
+    return text, result.by, result.notes
 
 
 def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, memo: _Memo, *,
@@ -446,7 +453,7 @@ def _folds(workspace: Workspace, previous_at: int | None) -> bool:
     """Whether the new summary takes the place of the earlier one at ``previous_at`` (else it goes beside it)."""
     if previous_at is None or is_provider_record(workspace.messages[previous_at]):  # (its bytes are signed)
         return False
-    return workspace.is_own(previous_at) or workspace.trace or not workspace.pinned(previous_at)
+    return workspace.is_own(previous_at) or workspace.policy.trace or not workspace.pinned(previous_at)
 
 
 def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
@@ -456,12 +463,11 @@ def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
 
 def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
             span_tokens: int, composed: Composed, memo: _Memo) -> Composed | None:
-    """When the run would still land under FILL_SHARE of the budget, a summary that left lines out
+    """When the run would still land under the fill share of the budget (fit.fills), a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
-    limit = workspace.budget.limit or 0
     after = workspace.live_tokens - span_tokens + composed.tokens
-    slack = int(AIM_SHARE * limit) - after
-    if after >= FILL_SHARE * limit or slack <= 0:
+    slack = fit.aim_tokens(workspace) - after
+    if fit.fills(workspace, after) or slack <= 0:
         return None
     target = composed.tokens + slack
     for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim

@@ -1,9 +1,13 @@
-"""give_back, a closing step of the default preset: what earlier steps rewrote goes back as the
-input had it, when later steps made room for it (docs/strategies.md)."""
+"""The chooser: how far a run goes under a token budget, in one place.
+
+Under a token budget a run lands at or under the policy's aim share of it, and above its fill
+share when it can. This is the only module that reads the two shares: a strategy asks here how
+much the run still needs, whether an edit would overshoot, and where its aim lies; the closing
+step ``give_back`` (here too) fills the room later steps left.
+"""
 
 from __future__ import annotations
 
-from core.engine.budget import AIM_SHARE
 from core.engine.clamp import cut_to
 from core.engine.workspace import StepOutcome, Workspace
 from core.messages import Message
@@ -17,16 +21,63 @@ NEVER_GIVEN_BACK = frozenset({"deduplicate_file_reads", "supersede_plans", "drop
 GIVE_BACK_MIN_TOKENS = 96
 
 
+def _limit(workspace: Workspace) -> float:
+    return workspace.budget.limit or 0
+
+
+def aim_tokens(workspace: Workspace) -> int:
+    """The tokens a run aims to land at or under."""
+    return int(workspace.policy.aim_share * _limit(workspace))
+
+
+def fills(workspace: Workspace, tokens: float) -> bool:
+    """Whether a run at ``tokens`` uses the budget (lands above the fill share of it)."""
+    return tokens >= workspace.policy.fill_share * _limit(workspace)
+
+
+def near_aim(workspace: Workspace, tokens: float) -> bool:
+    """Whether a run at ``tokens`` is close enough to the aim (halfway between fill and aim, or above)."""
+    policy = workspace.policy
+    return tokens >= (policy.fill_share + policy.aim_share) / 2 * _limit(workspace)
+
+
+def still_needed(workspace: Workspace) -> int:
+    """Tokens the run must still lose to land just under a token budget (0 without one)."""
+    if workspace.full or workspace.budget.token_limit is None:
+        return 0
+    return max(0, workspace.live_tokens - aim_tokens(workspace))
+
+
+def would_overshoot(workspace: Workspace, tokens: int) -> int:
+    """When taking ``tokens`` from the run would land it far under the aim (below the fill share),
+    the tokens it still needs, to cut instead; 0 when taking them whole is right (or the preset
+    does not fill the budget)."""
+    if not workspace.policy.fill_budget or workspace.full or workspace.budget.token_limit is None:
+        return 0
+    needed = workspace.live_tokens - aim_tokens(workspace)
+    if needed <= 0 or fills(workspace, workspace.live_tokens - tokens):
+        return 0
+    return needed
+
+
+def must_go_before(workspace: Workspace, window_follows: bool) -> int:
+    """Where the messages that must go end, when a later strategy keeps only the newest that fit (a
+    sliding window): rewriting older ones (clearing, clamping) would be work for messages the run then
+    removes. 0 when none follows or the preset leaves that alone."""
+    if not workspace.policy.spare_what_must_go or not window_follows:
+        return 0
+    return workspace.oldest_that_can_stay()
+
+
 def give_back(workspace: Workspace) -> StepOutcome | None:
     """Strategies run in order, each as far as the budget then needed: results cleared early may
     no longer need to be once a later step (the summary) took the oldest span. Those still in
     the kept window are put back as they were, newest first, while they fit; the newest that
     does not fit whole comes back with its middle cut, when the room left is worth it. The
     step's detail names their lines (the ledger loses a rewrite once it is given back)."""
-    limit = workspace.budget.token_limit
-    if limit is None or workspace.full:
+    if workspace.budget.token_limit is None or workspace.full:
         return None
-    aim = int(limit * AIM_SHARE)
+    aim = aim_tokens(workspace)
     if workspace.live_tokens >= aim:
         return None
     workspace.begin(GIVE_BACK, 0)
