@@ -39,6 +39,9 @@ CUSTOM_CALL = "custom"
 # the newest one and checks its bytes (a signature, encrypted content): it is a summary that is
 # pinned, never rewritten and never removed, so what it hides stays hidden.
 PROVIDER_RECORD = "provider_record"
+# extra: the line of each tool call of a message read from several lines (a reply's thinking, text
+# and calls each on its own line), by call id.
+CALL_LINES = "call_lines"
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,3 +413,10 @@ def is_provider_record(message: Message) -> bool:
 def written_by_compact(message: Message) -> bool:
     """A summary or placeholder already in the transcript (never summarized or offloaded again)."""
     return is_summary(message) or (message.role in SYSTEM_ROLES and starts_with_marker(message.data, PLACEHOLDER_PREFIX))
+
+
+def call_line(message: Message, call_id: str) -> int | None:
+    """The input line that holds the message's call ``call_id``: the message's first line unless
+    the reader recorded each call's own."""
+    lines = message.extra.get(CALL_LINES)
+    return lines.get(call_id, message.line) if lines else message.line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -764,3 +765,23 @@ def test_code_that_prints_a_failure_is_not_a_failed_call() -> None:
 
     code = '\tif err := copyMetadataDir(dst); err != nil {\n\t\tt.Fatalf("copyMetadataDir failed: %v", err)\n\t}'
     assert not placeholders.result_gist(code).startswith("error:")
+
+
+@pytest.mark.parametrize(("session", "budget"), [
+    ("claude-code/cctrace-phase0-investigation.jsonl", "8000"),
+    ("claude-code/claude-reliability-coverage-test-fix.jsonl", "2000"),
+    ("codex-cli/codex-0.47.0-cli-rollout-2025-10-21-envelope-pomodoro.jsonl", "2000"),
+])
+def test_a_pointer_names_the_line_of_the_call_it_points_at(session: str, budget: str, realdata: Path) -> None:
+    """A reply written over several lines (thinking, text, then the call) is one message: "changed
+    later at line 10" named its first line, a text block, and the Edit was at line 12."""
+    path = realdata / session
+    raw = path.read_text().splitlines()
+    run = invoke(str(path), "--max-tokens", budget, "-q")
+    assert run.exit_code == 0, run.stderr
+    pointers = re.findall(r"(?:changed later|superseded by a newer \w+ of [^\]]*?|by the newer \w+) at line (\d+)",
+                          run.stdout)
+    assert pointers
+    for number in map(int, pointers):  # the call, or the result of the newer read
+        assert re.search(r'"type": ?"(tool_use|tool_result|function_call|function_call_output|custom_tool_call)"',
+                         raw[number - 1]), raw[number - 1][:300]

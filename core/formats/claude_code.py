@@ -58,7 +58,7 @@ from core.formats.base import (
     plan,
     says_nothing,
 )
-from core.messages import Message, is_summary, tool_calls, written_by_compact
+from core.messages import CALL_LINES, Message, is_summary, tool_calls, written_by_compact
 
 MESSAGE_TYPES = ("user", "assistant")
 OTHER_TYPES = frozenset({
@@ -220,6 +220,9 @@ def _finish(message: Message) -> Message:
     message.data.update(anthropic.assistant_data([block for _, _, block in reply["blocks"]]))
     message.extra["origin"] = tuple(reply["lines"])
     message.extra["blocks"] = tuple((number, index) for number, index, _ in reply["blocks"])
+    calls = {str(block["id"]): number for number, _, block in reply["blocks"] if anthropic.is_tool_use(block)}
+    if calls:
+        message.extra[CALL_LINES] = calls
     return message
 
 

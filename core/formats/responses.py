@@ -79,7 +79,7 @@ from core.formats.responses_items import (
     with_call,
 )
 from core.io import jsonio
-from core.messages import CUSTOM_CALL, PROVIDER_RECORD, Message, result_ids, tool_calls
+from core.messages import CALL_LINES, CUSTOM_CALL, PROVIDER_RECORD, Message, result_ids, tool_calls
 
 COMPACTION_RECORD = "OpenAI compaction item"  # extra[PROVIDER_RECORD] of the summary it makes
 
@@ -183,7 +183,9 @@ class ItemReader:
         data: dict[str, Any] = {"role": "assistant", "content": canonical_content(group["parts"])}
         if group["calls"]:
             data["tool_calls"] = group["calls"]
-        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"])))
+        calls = {entry[2]: entry[0] for entry in group["layout"] if entry[1] == "call"}
+        self.messages.append(origin_message(data, group["lines"], layout=tuple(group["layout"]),
+                                            **({CALL_LINES: calls} if calls else {})))
 
     def _emit(self, data: dict[str, Any], line: Line, layout: tuple[Any, ...]) -> None:
         self.messages.append(origin_message(data, [line.number], layout=layout))

@@ -24,7 +24,7 @@ from core.engine import placeholders
 from core.engine.file_calls import classify
 from core.engine.workspace import Workspace
 from core.io import jsonio
-from core.messages import call_name, tool_calls
+from core.messages import call_line, call_name, tool_calls
 from core.strategies.base import Param, StrategyInfo
 
 # (position, kind, path, range, tool): a read's result or a write's call.
@@ -36,6 +36,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
     messages = workspace.messages
     events: list[FileEvent] = []  # in transcript order once sorted
     repeats: dict[tuple[str, str], list[tuple[int, Mapping[str, Any]]]] = {}  # (tool, arguments) -> [(position, call)]
+    change_lines: dict[tuple[int, str], int | None] = {}  # (position, path) -> the line of the call that changed it
     for position, message in enumerate(messages):
         if message.role != "assistant" or not workspace.alive(position):
             continue
@@ -48,6 +49,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
             kind, path, part = found
             if kind == "write":
                 events.append((position, kind, path, part, call_name(call)))
+                change_lines[position, path] = call_line(message, str(call.get("id")))
                 continue
             for result in structure.results_of_call.get((position, str(call.get("id"))), []):
                 events.append((result, kind, path, part, call_name(call)))
@@ -68,7 +70,7 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
         if by == "read":
             note = placeholders.superseded(tool, path, messages[at].line)
         else:
-            note = placeholders.changed_later(tool, path, messages[at].line)
+            note = placeholders.changed_later(tool, path, change_lines.get((at, path), messages[at].line))
         data = placeholders.with_content(message, note)
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             continue  # the pointer would cost as much as the read

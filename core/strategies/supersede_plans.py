@@ -16,7 +16,7 @@ import orjson
 
 from core.engine.placeholders import PREFIX
 from core.engine.workspace import Workspace
-from core.messages import call_arguments, call_name, tool_calls
+from core.messages import call_arguments, call_line, call_name, tool_calls
 from core.strategies.base import Param, StrategyInfo
 
 PLAN_TOOLS = "TodoWrite,update_plan,write_todos,todowrite,todo_write"
@@ -42,6 +42,7 @@ def apply(workspace: Workspace, *, tools: str) -> str:
     if not plans:
         return "replaced 0 older plan(s) with a pointer to the newest"
     newer = plans[-1][0]
+    newer_line = call_line(messages[newer], plans[-1][1])
     replaced = 0
     for position, call_id, tool in plans:
         if not workspace.should_continue() or position == newer:
@@ -49,7 +50,7 @@ def apply(workspace: Workspace, *, tools: str) -> str:
         if workspace.pinned(position) or workspace.must_go(position):
             continue
         message = messages[position]
-        reason = f"plan superseded by the newer {tool} at line {messages[newer].line}"
+        reason = f"plan superseded by the newer {tool} at line {newer_line}"
         calls = [_pointer(c, f"{PREFIX} {reason}]") if isinstance(c, dict) and str(c.get("id")) == call_id else c
                  for c in message.data["tool_calls"]]
         data = {**message.data, "tool_calls": calls}
