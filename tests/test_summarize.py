@@ -1036,7 +1036,7 @@ def test_an_earlier_summary_the_agent_wrote_is_carried_as_the_agents_not_as_comp
                    if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
     header, label, *rest = summary.splitlines()
     assert header.startswith("CUCA summary: turns ")
-    assert label == "Earlier summary, as the agent itself wrote it when it compacted:"
+    assert label == "The agent's own earlier summary:"
     assert "Let me chronologically analyze the conversation:" in rest[:4]
     assert "Please continue the conversation" not in summary
 

@@ -440,9 +440,8 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
 
 
 def _summary_place(workspace: Workspace, removable: list[int]) -> int:
-    """Where the summary goes: before the span's first message; but when the span goes around a
-    request it keeps in place (the newest, pinned), right after that request, so that the work done
-    for it is told after the asking, not ahead of it."""
+    """Before the span's first message; but right after a request the span goes around (the newest,
+    pinned), so that the work done for it is told after the asking, not ahead of it."""
     going = set(removable)
     around = [p for p in workspace.structure.user_positions
               if removable[0] < p < removable[-1] and p not in going and workspace.alive(p)]

@@ -144,7 +144,7 @@ def parse_previous(text: str) -> Previous:
 
 # An earlier summary compact did not write is carried under this line, not as compact's own words,
 # without the instruction that ended it (what follows the new summary is the conversation itself).
-CARRIED_LABEL = "Earlier summary, as the agent itself wrote it when it compacted:"
+CARRIED_LABEL = "The agent's own earlier summary:"
 CONTINUE_AS_ASKED = "Please continue the conversation from where we left"
 
 
