@@ -182,3 +182,26 @@ def test_a_go_method_a_change_adds_is_named_in_the_summary() -> None:
     counter = MessageCounter(shared_counter()[0])
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=600), counter).text
     assert "- changed checkpoint/committed.go: defines GetSessionLog, LookupSessionLog" in text, text
+
+
+def test_an_edit_the_next_turns_build_on_is_quoted_by_the_lines_it_adds() -> None:
+    """An edit that defines nothing new but adds a call the rest of the span names again is quoted by
+    that added line, with the file it changed; an edit nobody came back to gets no line of its own."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    span = [msg("user", "Read the transcript through the checkpoint store."),
+            assistant_calls(call("e1", "Edit", file_path="cli/rewind.go", old_string="content, err := readLocal(path)",
+                                 new_string="content, sessionID, err := checkpoint.LookupSessionLog(cpID)")),
+            result("e1", "The file cli/rewind.go has been updated successfully."),
+            assistant_calls(call("e2", "Edit", file_path="cli/other.go", old_string="x := 1", new_string="x := config.DefaultWidth")),
+            result("e2", "The file cli/other.go has been updated successfully.")]
+    for i in range(2):
+        span += [msg("assistant", f"Step {i}: `checkpoint.LookupSessionLog` returns the session ID too."),
+                 assistant_calls(call(f"t{i}", "Bash", command=f"go test ./cli/... -run TestRewind{i}")), result(f"t{i}", "ok")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=800), counter).text
+    assert "- changed cli/rewind.go: adds `content, sessionID, err := checkpoint.LookupSessionLog(cpID)`" in text, text
+    assert "config.DefaultWidth" not in text
