@@ -322,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the markdown report to this file")
     parser.add_argument("--compact-options", type=shlex.split, default=[], metavar='"OPTIONS"',
                         help='more options for every compact row, to measure a lever: "-s NAME:key=value ..."')
+    parser.add_argument("--keep-outputs", type=Path, metavar="DIR",
+                        help="keep each boundary's prefix, session and compact outputs in DIR, to read beside the peer's")
     args = parser.parse_args(argv)
     if not args.data.is_dir():
         print(f"peer_summary: no logs at {args.data} (--data DIR)", file=sys.stderr)
@@ -342,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
                     skipped.append({"label": boundary.label, "why": boundary.why})
                     continue
                 try:
-                    rows.append(evaluate(boundary, Path(folder), timing, args.compact_options))
+                    work = args.keep_outputs or Path(folder)
+                    work.mkdir(parents=True, exist_ok=True)
+                    rows.append(evaluate(boundary, work, timing, args.compact_options))
                 except CompactError as error:  # a log compact cannot read: said, not a traceback
                     skipped.append({"label": boundary.label, "why": str(error)})
                 except RuntimeError as error:  # compact refused the options: every boundary would

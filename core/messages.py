@@ -359,6 +359,8 @@ HARNESS_PREFIXES = (
     "<session_context>",
     # A skill Claude Code loads into the conversation: its instructions, not the user's words.
     "Base directory for this skill:",
+    # A hook's refusal Claude Code passes on as user text ("Operation stopped by hook: Another session is active …").
+    "Operation stopped by hook:",
 )
 
 

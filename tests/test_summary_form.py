@@ -133,3 +133,75 @@ def test_a_skill_claude_code_loads_is_not_a_request_of_the_user(name: str, reald
     for this skill: …"): the summary quoted pages of them as what the user asked."""
     found = summaries(realdata / "claude-code-compactions" / name, 3000)
     assert found and not any("Base directory for this skill" in summary for summary in found), found
+
+
+def test_a_hook_that_stopped_an_operation_is_not_a_request_of_the_user(realdata: Path, tmp_path: Path) -> None:
+    """Claude Code puts a hook's refusal into the conversation as user text ("Operation stopped by
+    hook: Another session is active …"): the summary quoted it as what the user asked."""
+    lines = (realdata / "claude-code-compactions" / "5e_5207b424e2_0_full.jsonl").read_text().splitlines()
+    boundary = next(i for i, line in enumerate(lines) if '"compact_boundary"' in line)
+    prefix = tmp_path / "prefix.jsonl"
+    prefix.write_text("\n".join(lines[:boundary]) + "\n")  # what Claude Code compacted there
+    found = summaries(prefix, 2200)
+    asked = [line for summary in found for line in summary.splitlines() if line.startswith("- user asked")]
+    assert asked and not any("Operation stopped by hook" in line for line in asked), asked
+
+
+def test_a_bold_numbered_point_keeps_its_number_with_its_words() -> None:
+    """An assistant's numbered point in bold ("**2. The cache** is stale …") was split after its
+    number: the summary quoted "2." as a statement and the sentence without its point."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import msg, shared_counter
+
+    span = [msg("user", "Why does the build fail after a rebase?"),
+            msg("assistant", "Two causes.\n\n**2. The cache** is stale after a rebase, so we clear `build/cache` first."),
+            msg("user", "Then clear it.")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=600), counter).text
+    assert "- assistant: 2. The cache is stale after a rebase" in text, text
+    assert "- assistant: 2.\n" not in text
+
+
+def test_a_go_method_a_change_adds_is_named_in_the_summary() -> None:
+    """A Go method (`func (s *GitStore) GetSessionLog(…)`) is a definition like a function: the line
+    for the change that adds it names it."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    added = ("func (s *GitStore) GetSessionLog(cpID id.CheckpointID) ([]byte, string, error) {\n"
+             "\treturn s.read(cpID)\n}\n\nfunc LookupSessionLog(cpID id.CheckpointID) ([]byte, string, error) {\n}\n")
+    span = [msg("user", "Move GetSessionLog into the checkpoint package."),
+            assistant_calls(call("e1", "Edit", file_path="checkpoint/committed.go", old_string="// end",
+                                 new_string=added)),
+            result("e1", "The file checkpoint/committed.go has been updated successfully."),
+            msg("user", "Now update the callers.")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=600), counter).text
+    assert "- changed checkpoint/committed.go: defines GetSessionLog, LookupSessionLog" in text, text
+
+
+def test_an_edit_the_next_turns_build_on_is_quoted_by_the_lines_it_adds() -> None:
+    """An edit that defines nothing new but adds a call the rest of the span names again is quoted by
+    that added line, with the file it changed; an edit nobody came back to gets no line of its own."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    span = [msg("user", "Read the transcript through the checkpoint store."),
+            assistant_calls(call("e1", "Edit", file_path="cli/rewind.go", old_string="content, err := readLocal(path)",
+                                 new_string="content, sessionID, err := checkpoint.LookupSessionLog(cpID)")),
+            result("e1", "The file cli/rewind.go has been updated successfully."),
+            assistant_calls(call("e2", "Edit", file_path="cli/other.go", old_string="x := 1", new_string="x := config.DefaultWidth")),
+            result("e2", "The file cli/other.go has been updated successfully.")]
+    for i in range(2):
+        span += [msg("assistant", f"Step {i}: `checkpoint.LookupSessionLog` returns the session ID too."),
+                 assistant_calls(call(f"t{i}", "Bash", command=f"go test ./cli/... -run TestRewind{i}")), result(f"t{i}", "ok")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=800), counter).text
+    assert "- changed cli/rewind.go: adds `content, sessionID, err := checkpoint.LookupSessionLog(cpID)`" in text, text
+    assert "config.DefaultWidth" not in text

@@ -4,6 +4,7 @@ Each line says which tool ran on what; its priority says how soon it is left out
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,28 @@ def one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+
+
+# Of an edit that defines nothing, the added lines naming the most (calls, fields, types) are quoted.
+ADDED_LINES = 2
+ADDS = "adds `"
+ADDED_LINE_CHARS = 100
+_CODE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_\w+")
+
+
+def added_lines(old: str, new: str) -> list[str]:
+    """The lines an edit adds (not in its old text) that name the most, in their order, at most ADDED_LINES."""
+    before = {" ".join(line.split()) for line in old.splitlines()}
+    found: list[tuple[int, int, str]] = []
+    for index, raw in enumerate(new.splitlines()):
+        line = " ".join(raw.split())
+        if line in before or not 12 <= len(line) <= ADDED_LINE_CHARS * 2 or line.startswith(("//", "#", "*", "/*")):
+            continue
+        names = len(set(_CODE_NAME.findall(line)))
+        if names:
+            found.append((names, index, line))
+    chosen = sorted(sorted(found, key=lambda item: -item[0])[:ADDED_LINES], key=lambda item: item[1])
+    return [one_line(line, ADDED_LINE_CHARS).replace("`", "'") for _, _, line in chosen]
 
 
 def argument_path(arguments: Mapping[str, Any]) -> str:
@@ -73,6 +96,9 @@ def result_line(call: Mapping[str, Any], found: FileCall | None, result: str,
         if patched:  # the lines the patch adds
             new = "\n".join(line[1:] for line in patch_text(call).splitlines() if line.startswith("+"))
         held = contents(path, str(new)) if new and len(patched) <= 1 else ""
+        if not held and not patched and new:
+            added = added_lines(str(arguments.get("old_string", arguments.get("old_str", ""))), str(new))
+            held = f"{ADDS}{'` … `'.join(added)}`" if added else ""
         if not held:
             return (CHANGE, f"- changed {path}") if len(patched) > 1 else None  # else the "Files changed" list names it
         return CHANGE, f"- changed {path}: {held}"

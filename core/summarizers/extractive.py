@@ -34,6 +34,8 @@ from core.messages import (
 )
 from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
 from core.summarizers.call_lines import (
+    ADDS,
+    CHANGE,
     ERROR,
     FACT,
     READ,
@@ -299,10 +301,21 @@ class _SpanReader:
                 self.given[id(message)] = known
             add = self._adder(position)
             for priority, line in known[2]:
-                add(priority, line)
+                ranked = self._ranked(priority, line, position)
+                if ranked is not None:
+                    add(ranked, line)
             self._quote_results(message, position, add)
             self.kinds |= known[3]
         self.unread = first
+
+    def _ranked(self, priority: int, line: str, position: int) -> int | None:
+        """An edit whose added lines the rest of the span names again (the call it introduced, the
+        field it added) is what the next turns built on: it ranks with the findings. One nobody
+        named again is left to the "Files changed" list (None)."""
+        _, adds, added = line.partition(ADDS)
+        if priority != CHANGE or not adds:
+            return priority
+        return FACT if self.mentions.gone_back_to(added, position) else None
 
     def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None]) -> None:
         """The lines of the message's results the rest of the span went back to, with their source."""
@@ -354,7 +367,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/5"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/6"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)
@@ -398,8 +411,10 @@ class ExtractiveSummarizer:
         rest of the span went back to first (salience.py); newer first. Past the newest
         RECENT_REQUESTS, the requests take at most REQUEST_SHARE of the room while other lines
         want it, then what is left."""
-        def rank(line: _Line) -> tuple[int, bool, int]:
-            return line.priority, not (reader is not None and reader.gone_back_to(line)), -line.order
+        def rank(line: _Line) -> tuple[int, bool, bool, int]:
+            # Among the findings gone back to, an edit's added lines come after what was found and said.
+            gone_back = reader is not None and reader.gone_back_to(line)
+            return line.priority, not gone_back, ADDS in line.text, -line.order
         ordered = sorted(lines, key=rank)
         chosen: set[int] = set()
         used = 0

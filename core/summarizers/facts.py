@@ -146,18 +146,19 @@ def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
 LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t|: )")  # Claude Code's "   12→", cat -n's "  12\t"
 _DEFINITION = re.compile(
     r"^\s*(?:export\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
-    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+([A-Za-z_]\w*)"
+    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)\s+(?:\([^()\n]*\)\s*)?([A-Za-z_]\w*)"
 )
 OUTLINE_NAMES = 12
 OUTLINE_SCAN_CHARS = 64_000
 
 
+# (A Go method's receiver comes between `func` and its name: `func (s *GitStore) GetSessionLog(`.)
 # _DEFINITION at the start of a line, after a listing's line number: found by one scan for a
 # newline followed by a definition (a literal first character the regex engine can skip to),
 # not a Python loop over the lines (a run outlines hundreds of files).
 _DEFINITION_BODY = (
     r"(?:[ \t]*\d+(?:→|\t|: ))?[ \t\f]*(?:export[ \t]+)?(?:pub(?:\(\w+\))?[ \t]+)?(?:async[ \t]+)?"
-    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)[ \t]+([A-Za-z_]\w*)"
+    r"(?:def|class|fn|struct|enum|trait|impl|interface|function|func|type|module)[ \t]+(?:\([^()\n]*\)[ \t]*)?([A-Za-z_]\w*)"
 )
 _FIRST_LINE_DEFINITION = re.compile(_DEFINITION_BODY)
 _LATER_LINE_DEFINITION = re.compile("\n" + _DEFINITION_BODY)

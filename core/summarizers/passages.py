@@ -26,6 +26,7 @@ _RULE = re.compile(r"^[\s|:-]+$")  # a table's |---|---| line
 # capital (a line of its own: "Note: the pager is PGR-88213."); a line that runs on is wrapped text.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[^a-z\s])|\n(?=[A-Z`\"'])")
 _EMPHASIS = re.compile(r"\*\*|__")
+_POINT_NUMBER = re.compile(r"^\d{1,3}[.)]$")
 # A line of a code block or log that is a sentence ("The deploy token is KX-4471."), not code.
 _PROSE_LINE = re.compile(r"^[A-Z][a-z]+(?: [^ ]+){3,}[.!?]$")
 # How long a list or table passage may grow: its first items that fit, and how many more.
@@ -84,6 +85,10 @@ class _Reader:
             return
         sentences = [_plain(s) for s in _SENTENCE_END.split("\n".join(self.paragraph)) if s.strip()]
         self.paragraph = []
+        # A point's number ("**2. The cache** is stale …") is no sentence: it leads the one after it.
+        for index in range(len(sentences) - 2, -1, -1):
+            if _POINT_NUMBER.match(sentences[index]):
+                sentences[index:index + 2] = [f"{sentences[index]} {sentences[index + 1]}"]
         if self.lead and sentences:  # "The fix is:" and the paragraph it leads to
             sentences[0] = f"{self.lead} {sentences[0]}"
             self.lead = ""
