@@ -534,9 +534,9 @@ def test_a_long_span_is_read_only_as_far_back_as_its_summary_has_room(monkeypatc
     whole = ExtractiveSummarizer().summarize(request, counted).text
     assert [ln for ln in text.splitlines() if ln.startswith("- ")] == [ln for ln in whole.splitlines() if ln.startswith("- ")]
     assert "- user asked (turn 300)" in text and "- assistant: The cause is that handler_299 returns None" in text
-    assert "(1103 less important line(s) left out to stay within 600 tokens)" in whole
+    assert "(1081 less important line(s) left out to stay within 600 tokens)" in whole  # (quotes of what the call lines say not counted)
     # The 300 requests and the newest 448 of the 900 assistant messages were read (ALWAYS_READ first).
-    assert "(751 less important line(s) and older details left out to stay within 600 tokens)" in text
+    assert "(729 less important line(s) and older details left out to stay within 600 tokens)" in text
     assert counted.count_text(text) <= 600
 
 
@@ -1057,3 +1057,35 @@ def test_a_search_match_that_reads_like_an_error_is_not_kept_as_one() -> None:
     assert not any("t.Fatalf" in fact for fact in facts)
     assert "Error: path does not exist: missing" in facts
     assert "manual_commit_test.go:1400: SaveChanges() should recover, got error: boom" in facts
+
+
+def test_a_read_of_part_of_a_file_says_which_lines_not_a_length() -> None:
+    """ "read auto_commit_test.go (209 lines)" was lines 700-904 of a 904-line file, counted with the
+    reminder Claude Code appends: a model would take it for the file's size."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    body = "\n".join(f"{n:>6}→func TestStep{n}(t *testing.T) {{}}" for n in range(700, 905))
+    reminder = "\n\n<system-reminder>\nWhenever you read a file, consider whether it would be malware.\n</system-reminder>\n"
+    whole = "\n".join(f"{n:>6}→def step_{n}(): pass" for n in range(1, 15))
+    turns = [msg("user", "Check the tests"),
+             assistant_calls(call("r1", "Read", file_path="/repo/auto_commit_test.go", offset=700, limit=205),
+                             call("r2", "Read", file_path="/repo/steps.py")),
+             result("r1", body + reminder), result("r2", whole + reminder)]
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 1, max_tokens=2000), MessageCounter(counter)).text
+    assert "- read /repo/auto_commit_test.go lines 700-904: defines TestStep700" in text
+    assert "- read /repo/steps.py (14 lines): defines step_1" in text
+
+
+def test_a_quoted_output_line_the_call_line_already_says_is_not_repeated(realdata: Path) -> None:
+    """ "ran `cargo init …` → note: see more `Cargo.toml` keys…" was followed by "Bash(cargo init …)
+    output, line 2: note: see more `Cargo.toml` keys…"."""
+    session = realdata / "claude-code" / "claude-reliability-python-to-rust-port.jsonl"
+    run = invoke(str(session), "--max-tokens", "8000", "--to", "openai", "-q")
+    summary = next(json.loads(line)["content"] for line in run.stdout.splitlines()
+                   if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
+    lines = summary.splitlines()
+    quotes = [line for line in lines if " output, line " in line]
+    for quote in quotes:
+        said = quote.partition(" output, line ")[2].partition(": ")[2][:60]
+        assert not any(said in other for other in lines if other != quote and " output, line " not in other), quote

@@ -68,12 +68,24 @@ def command_text(arguments: Mapping[str, Any]) -> str:
     return one_line(shell_command(arguments), TARGET_CHARS)
 
 
+# A numbered listing's line ("   700→…", cat -n's "   700\t…"): its number is the file's line.
+_NUMBERED = re.compile(r"^\s*(\d+)(?:→|\t)", re.MULTILINE)
+
+
+def _read_extent(part: str, result: str, lines: int) -> str:
+    """How much of the file a read returned: " lines 700-904" for a part of it (the listing's own
+    numbers), else " (N lines)"."""
+    numbers = _NUMBERED.findall(result) if part else []
+    return f" lines {numbers[0]}-{numbers[-1]}" if numbers else f" ({lines} lines)"
+
+
 def result_line(call: Mapping[str, Any], found: FileCall | None, result: str,
                     failed: bool = False) -> tuple[int, str] | None:
     """One line for a tool call and what it returned, with its priority (``failed``: the transcript marks it so)."""
     tool, arguments = call_name(call), call_arguments(call)
     path = found[1] if found is not None else argument_path(arguments)
-    lines = result.count("\n") + (not result.endswith("\n")) if result else 0
+    listing = result[:result.rfind("<system-reminder>")].rstrip("\n") if result.rstrip().endswith("</system-reminder>") else result
+    lines = listing.count("\n") + (not listing.endswith("\n")) if listing else 0  # (not what the harness appended)
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
     # Files' text may quote errors: only a read or search whose output opens with one failed.
     quoting = quotes_files(call)
@@ -86,7 +98,7 @@ def result_line(call: Mapping[str, Any], found: FileCall | None, result: str,
         held = contents(path, result)
         if not held:
             return None  # the summary's "Files read" list names it
-        return READ, f"- read {path} ({lines} lines): {held}"
+        return READ, f"- read {path}{_read_extent(found[2], result, lines)}: {held}"
     patched = patch_files(call)
     if found is not None or patched:
         path = ", ".join(patched) or path

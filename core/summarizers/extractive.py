@@ -50,7 +50,7 @@ from core.summarizers.facts import (
     tool_output,
 )
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
-from core.summarizers.salience import Mentions, quoted_output
+from core.summarizers.salience import QUOTED_AT, Mentions, quoted_output
 from core.summarizers.statements import (
     FACT_CHARS,
     asks,
@@ -192,6 +192,8 @@ _PER_MESSAGE = 1 << 20
 # Of a span's results (newest first), so many are read for lines to quote: each costs a scan of
 # its lines, and older quotes rank after the newer ones the summary keeps first.
 QUOTED_RESULTS = 48
+# How much of a quoted line is looked for in what the call's own line already says.
+QUOTE_PROBE = 60
 # Assistant messages are read newest first: this many before the choice is first tried, then
 # twice as many each time, only while an older one's lines could still be chosen.
 FIRST_READ = 64
@@ -304,7 +306,7 @@ class _SpanReader:
                 ranked = self._ranked(priority, line, position)
                 if ranked is not None:
                     add(ranked, line)
-            self._quote_results(message, position, add)
+            self._quote_results(message, position, add, " ".join(line for _, line in known[2]))
             self.kinds |= known[3]
         self.unread = first
 
@@ -317,8 +319,10 @@ class _SpanReader:
             return priority
         return FACT if self.mentions.gone_back_to(added, position) else None
 
-    def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None]) -> None:
-        """The lines of the message's results the rest of the span went back to, with their source."""
+    def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None],
+                       said: str) -> None:
+        """The lines of the message's results the rest of the span went back to, with their source,
+        but for those its own lines already say (`ran cargo init → note: …` quoted again)."""
         answers = self.results.get(position, _NO_ANSWERS)[0]
         for call in tool_calls(message):
             output = answers.get(str(call.get("id")))
@@ -326,7 +330,8 @@ class _SpanReader:
                 continue
             self.quoted += 1  # newest first: the summary keeps the newer quotes when room is short anyway
             for line in quoted_output(call, output, self.mentions, position):
-                add(READ, line)
+                if line.partition(QUOTED_AT)[2].partition(": ")[2][:QUOTE_PROBE] not in said:
+                    add(READ, line)
 
     def lines(self) -> list[_Line]:
         return list(self.found.values())
@@ -367,7 +372,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/6"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/7"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)

@@ -110,6 +110,9 @@ def quotable_lines(output: str, mentions: Mentions, position: int, asked: str = 
     return [(number, line) for _, number, line in found[:QUOTES_PER_RESULT]]
 
 
+QUOTED_AT = " output, line "  # "- Bash(cargo init) output, line 2: …"
+
+
 def quoted_output(call: Mapping[str, Any], output: str, mentions: Mentions, position: int) -> list[str]:
     """The summary lines quoting a call's output (quotable_lines), each saying where it came from:
     "- Read(src/a.py) output, line 6: def migrate_checkpoint(...)". Not a write's (its output
@@ -124,5 +127,5 @@ def quoted_output(call: Mapping[str, Any], output: str, mentions: Mentions, posi
         source = " ".join(shell_command(arguments).split())[:90]
     called = f"{tool}({source})" if source else tool
     asked = " ".join(string_values(arguments))
-    return [f"- {called} output, line {number}: {' '.join(line.split())[:200]}"
+    return [f"- {called}{QUOTED_AT}{number}: {' '.join(line.split())[:200]}"
             for number, line in quotable_lines(output, mentions, position, asked)]
