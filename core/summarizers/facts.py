@@ -65,8 +65,16 @@ def tool_output(text: str) -> str:
     return output if isinstance(output, str) else text
 
 
+# Every ERROR_LINE holds one of these, lower-cased: a text with none of them is read no further.
+_ERROR_WORDS = ("error", "exception", "traceback", "fail", "fatal", "does not exist")
+
+
 def first_error_line(text: str) -> str | None:
-    lines = text[:ERROR_SCAN_CHARS].splitlines()  # an error shows early; output can be megabytes
+    chunk = text[:ERROR_SCAN_CHARS]  # an error shows early; output can be megabytes
+    folded = chunk.lower()
+    if not any(word in folded for word in _ERROR_WORDS):
+        return None
+    lines = chunk.splitlines()
     for index, line in enumerate(lines):
         if ERROR_LINE.search(line) and not _SIGNATURE.match(line):
             if "Traceback (most recent call last)" in line:
@@ -78,6 +86,8 @@ def first_error_line(text: str) -> str | None:
 
 
 OPENING_LINES = 3
+OPENING_CHARS = 2000
+OPENING_SPLIT = 32  # lines looked at for the opening three (blank and match lines passed over)
 
 
 # A search's match ("path:12:" or "path:12-"): the file's line, whatever it says.
@@ -87,7 +97,13 @@ _MATCH_LINE = re.compile(r"^\S+:\d+[:-]")
 def opening_error_line(text: str) -> str | None:
     """The error a tool's output opens with (a failed call), not one quoted further down, nor a
     search's match that reads like one."""
-    opening = [line for line in text[:2000].splitlines() if line.strip() and not _MATCH_LINE.match(line)][:OPENING_LINES]
+    chunk = text[:OPENING_CHARS]
+    folded = chunk.lower()
+    if not any(word in folded for word in _ERROR_WORDS):  # (most outputs: no line to split)
+        return None
+    # (split no further than the opening needs: a read's output is thousands of lines)
+    head = chunk.split("\n", OPENING_SPLIT)[:OPENING_SPLIT]
+    opening = [line for line in head if line.strip() and not _MATCH_LINE.match(line)][:OPENING_LINES]
     return first_error_line("\n".join(opening)) if opening else None
 
 
@@ -106,6 +122,7 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     found: dict[Any, None] = {}  # a result's error is keyed by (result ids, error, text) until its call is seen
     quoting: set[str] = set()  # the calls whose output is files' text: an error inside is the files'
     errors: set[str] = set()
+    erring: set[str] = set()  # the ids of the results whose error is kept
     for message in reversed(messages):
         if len(found) >= MAX_FACTS:
             break
@@ -113,7 +130,7 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         text = content_text(message)
         for call in tool_calls(message):
             found.update(dict.fromkeys(_paths(call)))
-            if quotes_files(call):
+            if str(call.get("id")) in erring and quotes_files(call):  # (asked only of calls whose output erred)
                 quoting.add(str(call.get("id")))
         if role in ("user", "assistant", "system"):
             found.update(dict.fromkeys(url.rstrip(".,;:") for url in _URL.findall(text)))
@@ -125,7 +142,8 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             error = first_error_line(text)
             if error and error not in errors:
                 errors.add(error)
-                found[(tuple(result_ids(message)), error, text)] = None
+                found[(ids := tuple(result_ids(message)), error, text)] = None
+                erring.update(ids)
     facts = (_call_error(key, quoting) if isinstance(key, tuple) else key for key in reversed(found))
     return list(dict.fromkeys(fact for fact in facts if fact))[-MAX_FACTS:]
 

@@ -24,7 +24,7 @@ from core.messages import (
     result_ids,
     tool_calls,
 )
-from core.summarizers.facts import opening_error_line, tool_output
+from core.summarizers.facts import first_error_line, tool_output
 
 if TYPE_CHECKING:
     from core.engine.workspace import Workspace
@@ -55,24 +55,30 @@ def tracked_files(messages: Sequence[Mapping[str, Any]],
     span's summary several times, and reading a call's arguments is the cost)."""
     read: dict[str, None] = {}
     changed: dict[str, None] = {}
-    failed = failed_calls(messages)
-    for message in messages:
+    touched = [(message, touches(message, memo)) for message in messages]
+    failed = failed_calls(messages, {i for message, files in touched if files for i in call_ids(message)})
+    for message, files in touched:
         if failed and failed.intersection(call_ids(message)):  # (a file it failed to read or change is neither)
-            message = {**message, "tool_calls": [c for c in tool_calls(message) if str(c.get("id")) not in failed]}
-            memo_of_message = None
-        else:
-            memo_of_message = memo
-        for is_read, path, _ in touches(message, memo_of_message):
+            files = touches({**message, "tool_calls": [c for c in tool_calls(message) if str(c.get("id")) not in failed]},
+                            None)
+        for is_read, path, _ in files:
             _touch(read if is_read else changed, (path,))
     return list(read), list(changed)
 
 
-def failed_calls(messages: Sequence[Mapping[str, Any]]) -> set[str]:
-    """The ids of the calls whose result opens with an error (a read of a missing file, an edit that
-    found nothing to replace)."""
+def failed_calls(messages: Sequence[Mapping[str, Any]], among: set[str]) -> set[str]:
+    """Of the calls ``among``, those whose result opens with an error (a read of a missing file, an
+    edit that found nothing to replace)."""
     return {call_id for message in messages if message.get("role") in ("tool", "function")
-            and opening_error_line(tool_output(content_text(message)))
+            and among.intersection(result_ids(message)) and _opens_with_error(tool_output(content_text(message)))
             for call_id in result_ids(message)}
+
+
+def _opens_with_error(text: str) -> bool:
+    """A file call that failed says so on its first line ("<tool_use_error>File does not exist.",
+    "Error: old_string not found", "apply_patch verification failed: …")."""
+    first = text.lstrip()[:FIRST_LINE_CHARS].split("\n", 1)[0]
+    return bool(first) and first_error_line(first) is not None
 
 
 def touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touches:
@@ -144,6 +150,7 @@ def parse_previous(text: str) -> Previous:
 
 # An earlier summary compact did not write is carried under this line, not as compact's own words,
 # without the instruction that ended it (what follows the new summary is the conversation itself).
+FIRST_LINE_CHARS = 400
 CARRIED_LABEL = "The agent's own earlier summary:"
 CONTINUE_AS_ASKED = "Please continue the conversation from where we left"
 
