@@ -1089,3 +1089,14 @@ def test_a_quoted_output_line_the_call_line_already_says_is_not_repeated(realdat
     for quote in quotes:
         said = quote.partition(" output, line ")[2].partition(": ")[2][:60]
         assert not any(said in other for other in lines if other != quote and " output, line " not in other), quote
+
+
+def test_a_reply_to_the_assistants_question_is_an_answer_not_a_request(realdata: Path) -> None:
+    """ "user asked (turn 3): Sure, it's sofia_kim_7287." answered "Could you please provide your user ID?"."""
+    session = realdata / "openai-chat" / "tau-bench-airline-task3.jsonl"
+    run = invoke(str(session), "--max-tokens", "2000", "--to", "openai", "-q")
+    summary = next(json.loads(line)["content"] for line in run.stdout.splitlines()
+                   if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
+    assert "- user answered (turn 3): Sure, it's sofia_kim_7287." in summary
+    assert "- user answered (turn 10): Yes, please use the credit card ending in 9725 for the upgrade." in summary
+    assert "- user asked (turn 8): Could you upgrade me to business class for that segment, please?" in summary

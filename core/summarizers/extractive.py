@@ -87,6 +87,16 @@ RECENT_REQUESTS = 5
 # The older requests' share of the room while findings want it.
 REQUEST_SHARE = 0.6
 _ASKED = "- user asked ("
+_ANSWERED = "- user answered ("  # what the assistant had just asked: "Sure, it's sofia_kim_7287."
+_SAID = (_ASKED, _ANSWERED)
+ANSWER_CHARS = 120  # a reply longer than this says more than an answer
+
+
+def _answers(messages: Sequence[Mapping[str, Any]], position: int, text: str) -> bool:
+    """The user's message is a short reply, asking nothing, to a question of the assistant's."""
+    previous = messages[position - 1] if position else None
+    return len(text) <= ANSWER_CHARS and "?" not in text and previous is not None \
+        and previous.get("role") == "assistant" and "?" in content_text(previous)
 
 
 # A call's results read for the summary, by call id, and the ids of those that failed.
@@ -253,7 +263,8 @@ class _SpanReader:
                 if position == 0 and first_turn == 1:  # the span opens the conversation: its task
                     topic = one_line(text, TOPIC_CHARS)
                 asked = one_line(text, ASK_CHARS)
-                add(self._request_priority(text, position, requests), f"- user asked (turn {turn}): {asked}")
+                said = _ANSWERED if _answers(messages, position, text.strip()) else _ASKED
+                add(self._request_priority(text, position, requests), f"{said}turn {turn}): {asked}")
                 # The statements the request line leaves out, whole (not from its 400th character on).
                 shown = asked.rstrip("…")
                 beyond = [fact for fact in value_statements(head(text), FACTS_PER_MESSAGE * 2, from_tool=False)
@@ -355,7 +366,7 @@ class _SpanReader:
 
     def gone_back_to(self, line: _Line) -> bool:
         """A finding (a fact, an error) the rest of the span named again (salience.py)."""
-        if line.priority not in (FACT, ERROR) or line.text.startswith(_ASKED):
+        if line.priority not in (FACT, ERROR) or line.text.startswith(_SAID):
             return False
         known = self.later.get(line)
         if known is None:
@@ -372,7 +383,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/7"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/8"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)
@@ -387,7 +398,7 @@ class ExtractiveSummarizer:
             if reader.settles(room, counter):
                 break
         kinds = reader.kinds
-        topic = (reader.opening_request or span_topic((line.text.startswith(_ASKED), line.text) for line in reader.lines())).replace('"', "'")
+        topic = (reader.opening_request or span_topic((line.text.startswith(_SAID), line.text) for line in reader.lines())).replace('"', "'")
         head = f'<summary topic="{topic}" {turns}>'
         carried, room = self._rooms(request, head, counter)
         chosen, omitted = self._choose(reader.lines(), room, counter, reader)
