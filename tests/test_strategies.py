@@ -785,3 +785,29 @@ def test_a_pointer_names_the_line_of_the_call_it_points_at(session: str, budget:
     for number in map(int, pointers):  # the call, or the result of the newer read
         assert re.search(r'"type": ?"(tool_use|tool_result|function_call|function_call_output|custom_tool_call)"',
                          raw[number - 1]), raw[number - 1][:300]
+
+
+def test_a_cut_through_a_plan_names_the_sections_it_took() -> None:
+    """A 4k-token plan written with Write lost its middle as "[… compact: N tokens cut …]": which of
+    its sections went was not said, so the model could not know what to read again."""
+    plan = "# Plan\n\n" + "".join(f"## Step {i}: move the {i}th store\n\n" + "Details of the move. " * 40 + "\n\n"
+                                  for i in range(12))
+    messages = [msg("system", "s"), msg("user", "Write the plan"),
+                assistant_calls(call("w1", "Write", file_path="PLAN.md", content=plan)),
+                result("w1", "ok"), msg("user", "next")]
+    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=400"])
+    clamped = json.loads(out.messages[2].data["tool_calls"][0]["function"]["arguments"])["content"]
+    marker = next(line for line in clamped.splitlines() if "tokens cut" in line)
+    assert ", sections Step " in marker, marker
+    for title in marker.split("sections ")[1].split(" and ")[0].rstrip(" …]").split("; "):
+        assert f"## {title}" in plan and f"## {title}" not in clamped.replace(marker, "")  # from the cut part
+    script = "#!/bin/sh\n" + "".join(f"# step {i}\necho step {i} >> log.txt\n" for i in range(300))
+    assert ", sections" not in placeholders_cut_of(script)  # (a shell comment is no section)
+
+
+def placeholders_cut_of(text: str) -> str:
+    from core.counting.counter import MessageCounter
+    from core.engine.clamp import clamp_text
+    from tests.helpers import shared_counter
+
+    return clamp_text(text, 200, MessageCounter(shared_counter()[0])) or ""

@@ -14,7 +14,7 @@ from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
 from core.messages import Message
-from core.summarizers.facts import outline
+from core.summarizers.facts import headings, outline
 
 MIN_PART_TOKENS = 64
 # The names a cut defined: read from its first CUT_SCAN_CHARS characters, at most CUT_SCAN_NAMES of them.
@@ -32,6 +32,7 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     heuristic = isinstance(encoder, HeuristicCounter)
     tokens = [] if heuristic else encoder.encode(text)
     names: list[str] | None = None
+    sections: list[str] = []
     while keep > 0:
         head_n = (keep + 1) // 2
         tail_n = keep - head_n
@@ -44,8 +45,11 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
         kept = counter.count_text(head) + counter.count_text(tail)
         if names is None:  # (once: a later, slightly longer cut defines the same names, or a few more)
             # A cut through code says what the cut part defined: the model knows those names exist.
-            names = outline(text[len(head) : min(len(text) - len(tail), len(head) + CUT_SCAN_CHARS)], CUT_SCAN_NAMES)
-        clamped = head + placeholders.cut(total - kept, names) + tail
+            cut_part = text[len(head) : min(len(text) - len(tail), len(head) + CUT_SCAN_CHARS)]
+            names = outline(cut_part, CUT_SCAN_NAMES)
+            # A cut through a document (a plan) says which of its sections went.
+            sections = headings(cut_part, CUT_SCAN_NAMES) if len(names) < 2 and "\n## " in cut_part else []
+        clamped = head + placeholders.cut(total - kept, names, sections) + tail
         # The names, and re-encoding across the joins, can take the text over: shrink until it fits.
         over = counter.count_text(clamped) - max_tokens
         if over <= 0:

@@ -45,11 +45,16 @@ def superseded(tool_name: str, path: str, line: int | None) -> str:
 CUT_NAMES = 8  # a cut through code names at most this many of the definitions it took (and counts the rest)
 
 
-def cut(tokens: int, names: Sequence[str] = ()) -> str:
-    """The marker where a text's middle was cut; with ``names``, what the cut part defined."""
-    more = f" and {len(names) - CUT_NAMES} more" if len(names) > CUT_NAMES else ""
-    defining = f", defining {', '.join(names[:CUT_NAMES])}{more}" if len(names) >= 2 else ""
-    return f"\n[… compact: {tokens:,} tokens cut{defining} …]\n"
+def cut(tokens: int, names: Sequence[str] = (), sections: Sequence[str] = ()) -> str:
+    """The marker where a text's middle was cut; with ``names``, what the cut part defined; with
+    ``sections`` (a document's), the headings it held."""
+    if len(names) >= 2:
+        more = f" and {len(names) - CUT_NAMES} more" if len(names) > CUT_NAMES else ""
+        return f"\n[… compact: {tokens:,} tokens cut, defining {', '.join(names[:CUT_NAMES])}{more} …]\n"
+    if sections:
+        more = f" and {len(sections) - CUT_NAMES} more" if len(sections) > CUT_NAMES else ""
+        return f"\n[… compact: {tokens:,} tokens cut, sections {'; '.join(sections[:CUT_NAMES])}{more} …]\n"
+    return f"\n[… compact: {tokens:,} tokens cut …]\n"
 
 
 def with_content(message: Message, text: str) -> dict[str, object]:
