@@ -1100,3 +1100,20 @@ def test_a_reply_to_the_assistants_question_is_an_answer_not_a_request(realdata:
     assert "- user answered (turn 3): Sure, it's sofia_kim_7287." in summary
     assert "- user answered (turn 10): Yes, please use the credit card ending in 9725 for the upgrade." in summary
     assert "- user asked (turn 8): Could you upgrade me to business class for that segment, please?" in summary
+
+
+def test_the_turn_of_each_request_is_its_own_across_a_request_the_span_goes_around(tmp_path: Path) -> None:
+    """A request kept in place (pinned) is not in the span: the requests after it were numbered
+    one turn too low ("user asked (turn 3)" for the fourth request)."""
+    messages = [msg("system", "s"), msg("user", "Start the migration plan.")]
+    for turn in range(2, 7):
+        messages += [msg("user", f"Request number {turn}: check table_{turn} for rows."),
+                     msg("assistant", f"Checked table_{turn}: it holds {turn * 1000} rows. " + "Details. " * 60)]
+    messages.append(msg("user", "Now write the report."))
+    pinned = next(i for i, m in enumerate(messages, 1) if m["content"].startswith("Request number 3"))
+    run = invoke(str(write_messages(tmp_path / "s.jsonl", messages)), "--max-tokens", "450", "-k", f"line:{pinned}",
+                 "-s", "summarize", "-q")
+    summary = next(m["content"] for m in read_messages(run.stdout) if str(m["content"]).startswith("CUCA summary:"))
+    asked = dict(re.findall(r"- user asked \(turn (\d+)\): Request number (\d+)", summary))
+    assert asked and all(turn == number for turn, number in asked.items()), summary
+    assert "Request number 4" in summary

@@ -298,6 +298,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
         previous=previous.body or None,
         facts=tuple(facts),
         failed=tuple(i for i, p in enumerate(removable) if workspace.messages[p].extra.get(FAILED)),
+        turns=tuple(turns_before + max(workspace.turn_number(p), 1) for p in removable),
         # The file lists and kept identifiers (paths, errors: what an agent reuses) get the rest.
         max_tokens=max(MIN_SUMMARY_TOKENS, int(room * digest) - (WRITTEN_BY_TOKENS if digest < 1 else 0)),
     )
@@ -440,8 +441,7 @@ def _replace_span(workspace: Workspace, removable: list[int], composed: Composed
 
 
 def _summary_place(workspace: Workspace, removable: list[int]) -> int:
-    """Before the span's first message; but right after a request the span goes around (the newest,
-    pinned), so that the work done for it is told after the asking, not ahead of it."""
+    """Before the span; after a request it goes around (kept in place): the work follows the asking."""
     going = set(removable)
     around = [p for p in workspace.structure.user_positions
               if removable[0] < p < removable[-1] and p not in going and workspace.alive(p)]

@@ -21,6 +21,9 @@ class SummaryRequest:
     previous: str | None = None  # the body of the summary this one folds in
     facts: tuple[str, ...] = ()  # identifiers that must survive, verbatim
     failed: tuple[int, ...] = ()  # the positions of the results the transcript marks as failed
+    # The conversation's turn of each message (a span may go around a request it keeps in place);
+    # empty: counted from first_turn.
+    turns: tuple[int, ...] = ()
     max_tokens: int = 1024
 
 

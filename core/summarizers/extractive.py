@@ -227,7 +227,8 @@ class _SpanReader:
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
                  given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset(),
-                 names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
+                 names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None,
+                 turns: Sequence[int] = ()) -> None:
         self.messages = messages
         self.mentions = Mentions(messages, names)
         self.quoted = 0  # results read for lines to quote (QUOTED_RESULTS at most)
@@ -257,9 +258,9 @@ class _SpanReader:
             text = content_text(message)
             add = self._adder(position)
             if role == "user" and text.strip() and text.lstrip().startswith(HARNESS_PREFIXES):
-                turn += 1  # it opens a turn like any user text (the header counts it), but asks nothing
+                turn = turns[position] if turns else turn + 1  # it opens a turn like any user text, but asks nothing
             elif role == "user" and text.strip():
-                turn += 1
+                turn = turns[position] if turns else turn + 1  # (the conversation's own, across a gap)
                 if position == 0 and first_turn == 1:  # the span opens the conversation: its task
                     topic = one_line(text, TOPIC_CHARS)
                 asked = one_line(text, ASK_CHARS)
@@ -383,10 +384,11 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/8"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/9"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
-        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names)
+        reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
+                             request.turns)
         turns = f'compressed-from-turns="{request.first_turn}-{request.last_turn}"'
         # Read back only while an older message's lines could still be chosen; the topic, which
         # names what the lines read are about, is not known before: the room is judged with the longest.
