@@ -129,6 +129,29 @@ def content_text(data: Mapping[str, Any]) -> str:
     return "\n".join(iter_text_parts(data.get("content")))
 
 
+# A name cut at a line's limit is finished when it ends within this many characters more.
+NAME_RUN_CHARS = 24
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line, shortened to about ``limit`` characters where a word ends: half a name
+    (`textutil.StripIDEContextTag…`) is one a model cannot look up, so a name the limit cuts is
+    finished when it ends soon after, else left out whole."""
+    flat = " ".join(str(text).split())
+    if len(flat) <= limit:
+        return flat
+    cut = max(limit - 1, 0)
+    if cut and flat[cut] != " " and flat[cut - 1] != " ":  # inside a word
+        end = flat.find(" ", cut)
+        end = len(flat) if end < 0 else end
+        if end - cut <= NAME_RUN_CHARS:
+            return flat if end == len(flat) else flat[:end] + "…"
+        start = flat.rfind(" ", 0, cut)
+        if start > 0:
+            cut = start + 1
+    return flat[:cut].rstrip() + "…"
+
+
 def countable_text(data: Mapping[str, Any]) -> str:
     """Every text a model sees in this message: content, tool-call names and arguments, name."""
     pieces = list(iter_text_parts(data.get("content")))

@@ -591,7 +591,7 @@ def test_every_placeholder_left_in_the_output_names_what_its_result_defined(budg
         if gist:
             assert text.endswith(f"; {gist}]"), text
             checked += 1
-    assert checked >= 2
+    assert checked >= 1  # (not vacuous: how many survive depends on how the budget packs)
 
 
 def test_a_cleared_record_names_the_ids_it_held_by_field() -> None:

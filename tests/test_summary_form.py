@@ -205,3 +205,22 @@ def test_an_edit_the_next_turns_build_on_is_quoted_by_the_lines_it_adds() -> Non
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=800), counter).text
     assert "- changed cli/rewind.go: adds `content, sessionID, err := checkpoint.LookupSessionLog(cpID)`" in text, text
     assert "config.DefaultWidth" not in text
+
+
+def test_a_line_shortened_to_fit_never_ends_inside_a_name() -> None:
+    """A long statement is shortened where a word ends: cut at its character limit it ended in
+    `textutil.StripIDEContextTag…`, half a name a model cannot look up (the real session went on
+    to call `textutil.StripIDEContextTags()`). A name that ends soon after the limit is finished;
+    a long one (a URL) is left out whole."""
+    from core.messages import one_line
+
+    said = ("Issues to Fix: Claude Code ignores startOffset - Token usage calculates from entire transcript "
+            "instead of just checkpoint portion; Gemini prompts missing IDE context tag stripping - Lost the "
+            "`textutil.StripIDEContextTags()` call that the Claude Code path has")
+    shortened = one_line(said, 220)
+    assert shortened.endswith("`textutil.StripIDEContextTags()`…"), shortened
+    url = "see https://github.com/entireio/cli/pull/112/files#diff-0123456789abcdef0123456789abcdef for it"
+    cut = one_line(url, 30)
+    assert cut == "see…", cut
+    assert one_line("short enough", 30) == "short enough"
+    assert one_line("one two three four", 9) == "one two…"

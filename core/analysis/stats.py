@@ -21,7 +21,15 @@ from core.counting.tokenizers import EncoderChoice
 from core.engine.file_calls import argument_path, classify
 from core.engine.structure import PinRules, Structure, analyse
 from core.io import jsonio
-from core.messages import Message, call_arguments, call_name, call_with_id, content_text, tool_calls
+from core.messages import (
+    Message,
+    call_arguments,
+    call_name,
+    call_with_id,
+    content_text,
+    one_line,
+    tool_calls,
+)
 
 STATS_VERSION = 1
 DEFAULT_TOP = 10
@@ -372,5 +380,4 @@ def _answered_path(position: int, messages: Sequence[Message], structure: Struct
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)

@@ -13,6 +13,7 @@ from core.messages import (
     call_name,
     content_text,
     is_request,
+    one_line,
     tool_calls,
 )
 from core.summarizers.facts import (
@@ -77,13 +78,8 @@ def call_target(call: Mapping[str, Any]) -> str:
         if isinstance(value, list):
             value = " ".join(str(v) for v in value)
         if isinstance(value, str) and value.strip():
-            return _short(value, TARGET_CHARS)
-    return _short(", ".join(patch_files(call)), TARGET_CHARS)  # a Codex patch names its files inside
-
-
-def _short(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+            return one_line(value, TARGET_CHARS)
+    return one_line(", ".join(patch_files(call)), TARGET_CHARS)  # a Codex patch names its files inside
 
 
 def result_gist(text: str, *, quotes_files: bool = False, target: str = "", known: Iterable[str] = ()) -> str:
@@ -100,7 +96,7 @@ def result_gist(text: str, *, quotes_files: bool = False, target: str = "", know
         return "defines " + ", ".join(names)
     error = opening_error_line(text) if quotes_files else first_error_line(text)
     if error:
-        return f"error: {_short(error, TARGET_CHARS)}"
+        return f"error: {one_line(error, TARGET_CHARS)}"
     return "" if quotes_files else record_gist(text, known)
 
 
@@ -117,7 +113,7 @@ def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: st
     # echo) only when there is none
     said = [m for m in messages if m.role == "user" and content_text(m.data)]
     request = next((m for m in said if is_request(m)), said[0] if said else None)
-    asked = _short(content_text(request.data), 120) if request is not None else ""
+    asked = one_line(content_text(request.data), 120) if request is not None else ""
     for message in messages:
         for call in tool_calls(message.data):
             targets = tools.setdefault(call_name(call) or "tool", {})
@@ -125,7 +121,7 @@ def removal_trace(messages: Sequence[Message], lines: str, turns: str, store: st
             if target:
                 targets[target] = None
     used = "; ".join(
-        f"{name} ×{len(targets) or 1}" + (f" ({', '.join(_short(t, 60) for t in list(targets)[-3:])})" if targets else "")
+        f"{name} ×{len(targets) or 1}" + (f" ({', '.join(one_line(t, 60) for t in list(targets)[-3:])})" if targets else "")
         for name, targets in list(tools.items())[:6]
     )
     where = f" ({turns.lstrip(', ')})" if turns else ""

@@ -18,7 +18,14 @@ from typing import Any
 from core.engine.budget import MESSAGES
 from core.engine.placeholders import PREFIX
 from core.engine.workspace import Workspace
-from core.messages import Message, content_text, has_text, wire_message, written_by_compact
+from core.messages import (
+    Message,
+    content_text,
+    has_text,
+    one_line,
+    wire_message,
+    written_by_compact,
+)
 from core.strategies.base import Param, StrategyInfo
 
 DIGEST_CHARS = 80
@@ -38,8 +45,7 @@ class _Part:
 
 
 def _digest(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= DIGEST_CHARS else flat[: DIGEST_CHARS - 1] + "…"
+    return one_line(text, DIGEST_CHARS)
 
 
 def apply(workspace: Workspace, *, turns: int, placeholder: bool) -> str:

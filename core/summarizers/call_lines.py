@@ -17,7 +17,7 @@ from core.engine.file_calls import (
     quotes_files,
     shell_command,
 )
-from core.messages import call_arguments, call_name, string_values
+from core.messages import call_arguments, call_name, one_line, string_values
 from core.summarizers.facts import contents, first_error_line, opening_error_line, record_gist
 from core.summarizers.statements import TOOL_SCAN_CHARS
 
@@ -25,11 +25,6 @@ SAY_CHARS = 220
 TARGET_CHARS = 90
 # Priorities: lower is kept first when the budget is short.
 REQUEST, FACT, ERROR, CHANGE, READ, COMMAND, REMARK = range(7)
-
-
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 

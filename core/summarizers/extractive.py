@@ -29,6 +29,7 @@ from core.messages import (
     Pairing,
     call_name,
     content_text,
+    one_line,
     pair_calls,
     tool_calls,
 )
@@ -42,7 +43,6 @@ from core.summarizers.call_lines import (
     REMARK,
     REQUEST,
     SAY_CHARS,
-    one_line,
     result_line,
 )
 from core.summarizers.facts import (
@@ -267,9 +267,9 @@ class _SpanReader:
                 said = _ANSWERED if _answers(messages, position, text.strip()) else _ASKED
                 add(self._request_priority(text, position, requests), f"{said}turn {turn}): {asked}")
                 # The statements the request line leaves out, whole (not from its 400th character on).
-                shown = asked.rstrip("…")
+                shown = asked.removesuffix("…")
                 beyond = [fact for fact in value_statements(head(text), FACTS_PER_MESSAGE * 2, from_tool=False)
-                          if len(asked) >= ASK_CHARS and fact not in shown]
+                          if shown != asked and fact not in shown]
                 for fact in beyond[:FACTS_PER_MESSAGE]:
                     add(FACT, f"- user: {one_line(fact, PASSAGE_CHARS)}")
             elif role in ("tool", "function"):
@@ -384,7 +384,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/9"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/10"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
