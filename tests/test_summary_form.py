@@ -224,3 +224,29 @@ def test_a_line_shortened_to_fit_never_ends_inside_a_name() -> None:
     assert cut == "see…", cut
     assert one_line("short enough", 30) == "short enough"
     assert one_line("one two three four", 9) == "one two…"
+
+
+def test_a_read_of_a_file_the_span_later_wrote_whole_does_not_describe_it() -> None:
+    """A file read and then written whole again: what the read found is no longer there. The
+    summary said `read src/lib.rs: defines add, tests, it_works` of cargo's template after the agent
+    had replaced it, a false description of the file the next turns work on."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import assistant_calls, call, msg, result, shared_counter
+
+    template = ("pub fn add(left: u64, right: u64) -> u64 {\n    left + right\n}\n\n#[cfg(test)]\nmod tests {\n"
+                "    use super::*;\n\n    #[test]\n    fn it_works() {\n        assert_eq!(add(2, 2), 4);\n    }\n}\n")
+    written = "pub struct Parser {\n    pos: usize,\n}\n\npub fn parse(text: &str) -> Parser {\n    Parser { pos: 0 }\n}\n"
+    span = [msg("user", "Port the parser to Rust."),
+            assistant_calls(call("r1", "Read", file_path="src/lib.rs")), result("r1", template),
+            assistant_calls(call("w1", "Write", file_path="src/lib.rs", content=written)),
+            result("w1", "File created successfully at: src/lib.rs"),
+            assistant_calls(call("r2", "Read", file_path="src/main.rs")),
+            result("r2", "fn main() {\n    println!(\"Hello, world!\");\n}\n"),
+            msg("user", "Now add the tokenizer.")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=600), counter).text
+    assert "- changed src/lib.rs: defines Parser, parse" in text, text
+    assert "it_works" not in text and "defines add" not in text, text
+    assert "- read src/main.rs (3 lines): defines main" in text, text

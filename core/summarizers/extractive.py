@@ -58,6 +58,7 @@ from core.summarizers.statements import (
     says_something,
     value_statements,
 )
+from core.summarizers.summary_files import touches
 from core.summarizers.topic import span_topic
 
 ASK_CHARS = 400
@@ -232,6 +233,7 @@ class _SpanReader:
         self.messages = messages
         self.mentions = Mentions(messages, names)
         self.quoted = 0  # results read for lines to quote (QUOTED_RESULTS at most)
+        self._rewritten: set[str] = set()  # the files the messages read so far (the newer) wrote whole
         pairing = pair_calls(messages)
         self.results = _newest_results(messages, pairing, failed)
         self.earlier = dict(given) if given is not None else {}
@@ -314,12 +316,19 @@ class _SpanReader:
             if self.given is not None:
                 self.given[id(message)] = known
             add = self._adder(position)
+            touched = touches(message, None)
+            # What a read found that a newer message of the span wrote whole again is gone.
+            stale = tuple(f"- read {path}{end}" for is_read, path, _ in touched
+                          if is_read and path in self._rewritten for end in (" ", ":"))
             for priority, line in known[2]:
+                if stale and priority == READ and line.startswith(stale):
+                    continue
                 ranked = self._ranked(priority, line, position)
                 if ranked is not None:
                     add(ranked, line)
             self._quote_results(message, position, add, " ".join(line for _, line in known[2]))
             self.kinds |= known[3]
+            self._rewritten.update(path for is_read, path, whole in touched if whole and not is_read)
         self.unread = first
 
     def _ranked(self, priority: int, line: str, position: int) -> int | None:
@@ -384,7 +393,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/10"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/11"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
