@@ -1117,3 +1117,33 @@ def test_the_turn_of_each_request_is_its_own_across_a_request_the_span_goes_arou
     asked = dict(re.findall(r"- user asked \(turn (\d+)\): Request number (\d+)", summary))
     assert asked and all(turn == number for turn, number in asked.items()), summary
     assert "Request number 4" in summary
+
+
+def test_a_passing_test_named_after_an_error_is_no_error() -> None:
+    """ "Kept verbatim: === RUN   TestRunExplain_MutualExclusivityError" was go test's progress line
+    for a test that passed: a test named after the error it checks is not an error the agent met."""
+    from core.summarizers.facts import extract_facts, first_error_line
+
+    passing = ("=== RUN   TestRunExplain_MutualExclusivityError\n"
+               "--- PASS: TestRunExplain_MutualExclusivityError (0.00s)\nPASS\n"
+               "ok  \tgithub.com/entireio/cli/cmd/entire/cli\t0.512s")
+    assert first_error_line(passing) is None
+    assert first_error_line("def check():\n    raise ValueError\nValueError") == "ValueError"
+    turns = [msg("user", "Run the explain tests"),
+             assistant_calls(call("t1", "Bash", command="go test ./cmd/entire/cli/ -run TestRunExplain -v")),
+             result("t1", passing)]
+    assert not any("MutualExclusivityError" in fact for fact in extract_facts(turns))
+
+
+def test_a_number_the_user_gave_is_kept_with_what_it_counts() -> None:
+    """ "Kept verbatim: 791; 1005; 998; 474-490" told a model nothing: numbers of a user's plan without
+    what they number. A number is kept with the words that label it ("lines 474-490", "limit to
+    100"), and one inside an identifier as the identifier (KX-4471-QP), each as the user wrote it."""
+    from core.summarizers.facts import extract_facts
+
+    turns = [msg("user", "Remove the resolution block (lines 474-490), set the limit to 100 and keep "
+                         "the token KX-4471-QP. 2026 is the year.")]
+    facts = extract_facts(turns)
+    assert "lines 474-490" in facts and "limit to 100" in facts and "KX-4471-QP" in facts, facts
+    assert "2026" in facts
+    assert not {"474-490", "100", "4471"} & set(facts), facts

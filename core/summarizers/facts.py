@@ -26,8 +26,9 @@ _HANDLE = re.compile(r"\boff_[0-9a-f]{16}\b")
 # (A tool that failed says so: Codex's "apply_patch verification failed: …", Claude Code's
 # "<tool_use_error>File does not exist.", "Failed to find expected lines …".
 # Those open the line: in code, `t.Fatalf("copy failed: %v")` is no failure.)
+# (A test named after the error it checks, go test's "=== RUN   TestParse_EmptyError", is no error.)
 ERROR_LINE = re.compile(
-    r"(^|\s)(Traceback \(most recent call last\)|[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:)"
+    r"(^|\s)(Traceback \(most recent call last\)|(?!Test)[A-Z]\w*(Error|Exception)(: |$)|[Ee]rror:|ERROR\b|FAILED\b|fatal:)"
     r"|^\s*(<tool_use_error>|File does not exist|Failed to |([\w.-]+ ){0,3}failed: )"
 )
 _TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
@@ -137,7 +138,7 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             found.update(dict.fromkeys(_HANDLE.findall(text)))
         if role == "user":
             found.update(dict.fromkeys(_EMAIL.findall(text)))
-            found.update(dict.fromkeys(n for n in _NUMBER.findall(text) if len(n) >= 2))
+            found.update(dict.fromkeys(labelled_numbers(text)))
         if role == "tool":
             error = first_error_line(text)
             if error and error not in errors:
@@ -153,6 +154,39 @@ def _call_error(result: tuple[tuple[str, ...], str, str], quoting: set[str]) -> 
     such as `t.Fatalf("… got error: %v")` is the files', not the call's)."""
     ids, error, text = result
     return opening_error_line(text) if quoting.intersection(ids) else error
+
+
+# The words before a number that say what it counts: "lines 474-490", "limit to 100".
+_LABEL = re.compile(r"\b([A-Za-z][A-Za-z-]+)[ \t]+(?:(?:is|are|was|to|of|at|by|for|from|be|the|a|an)[ \t]+)?$")
+_NOT_LABELS = frozenset(("is", "are", "was", "to", "of", "at", "by", "for", "from", "be", "the", "a", "an", "and",
+                         "or", "in", "on", "with", "than", "about", "under", "over", "it", "we", "i"))
+_TOKEN_EDGE = "()[]{}<>,.;:!?\"'`"
+IDENTIFIER_CHARS = 40
+_IDENTIFIER_TOKEN = re.compile(r"[\w#$@+-]+(?:[./:][\w#$@+-]+)*")  # KX-4471-QP, #W2378156, v1.2.3 (not code)
+
+
+def labelled_numbers(text: str) -> Iterator[str]:
+    """The numbers ``text`` gives (two characters or more), each as written with what labels it: a
+    number inside an identifier is the identifier (KX-4471-QP), a bare one comes with the word
+    before it when that word says what it counts (lines 474-490, limit to 100)."""
+    for match in _NUMBER.finditer(text):
+        number = match.group()
+        if len(number) < 2:
+            continue
+        start, end = match.start(), match.end()
+        while start and not text[start - 1].isspace():
+            start -= 1
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        token = text[start:end].strip(_TOKEN_EDGE)
+        if token != number and len(token) <= IDENTIFIER_CHARS and _IDENTIFIER_TOKEN.fullmatch(token):
+            yield token
+            continue
+        label = _LABEL.search(text, max(match.start() - IDENTIFIER_CHARS, 0), match.start())
+        if label is not None and label.group(1).lower() not in _NOT_LABELS:
+            yield text[label.start():match.end()]
+        else:
+            yield number
 
 
 def missing_facts(summary: str, facts: Iterable[str]) -> list[str]:
