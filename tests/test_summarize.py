@@ -431,6 +431,20 @@ def test_a_record_lookup_is_recorded_with_the_ids_it_returned() -> None:
     assert record_gist(json.dumps(crowded)).endswith("; 16 more in other fields")  # 16 shown, none lost silently
 
 
+def test_a_record_s_categories_are_not_ids() -> None:
+    """A GitHub review comment's placeholder listed "start_side RIGHT; author_association MEMBER"
+    as ids: the value of a field that holds a kind, a state or a side is a category the record
+    falls in, not an id a next call passes on."""
+    from core.summarizers.facts import record_gist
+
+    comment = {"id": 2738966997, "node_id": "PRRC_kwDOQyo98M6jQVHV", "path": "cmd/entire/cli/explain.go",
+               "start_side": "RIGHT", "author_association": "MEMBER", "subject_type": "LINE", "state": "PENDING",
+               "user": {"login": "copilot-bot", "type": "BOT"}, "body": "Fixed in 3696270."}
+    gist = record_gist(json.dumps(comment))
+    assert "PRRC_kwDOQyo98M6jQVHV" in gist, gist
+    assert not {"RIGHT", "MEMBER", "LINE", "PENDING", "BOT"} & set(re.findall(r"[A-Z]+", gist)), gist
+
+
 def test_a_traceback_is_recorded_by_the_exception_it_ended_with() -> None:
     """"Traceback (most recent call last):" says only that something raised; the line naming the
     exception says what, and that is the line a model can act on."""

@@ -393,7 +393,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/12"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/13"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,

@@ -263,6 +263,10 @@ _DIGIT = re.compile(r"[0-9]")
 _CODE = re.compile(r"[A-Z0-9]{5,}")
 # A field name can hold a digit too (address1, line2): a key counts when it looks like data.
 _KEY_ID = re.compile(r"[0-9]{3}")
+# A field holding a kind, a state or a side ("start_side": "RIGHT", "author_association": "MEMBER")
+# holds a category the record falls in, not an id a next call passes on.
+_CATEGORY_KEY = re.compile(r"(?:^|_)(?:side|association|state|status|type|kind|role|level|mode|event|action)$",
+                           re.IGNORECASE)
 RECORD_IDS = 16
 FIELD_IDS = 8  # a field listing dozens shows its first few and a count
 RECORD_SCAN_CHARS = 200_000
@@ -285,7 +289,7 @@ def _ids_inside(value: Any) -> dict[str, None]:
                 found[item] = None
         elif isinstance(item, dict):
             found.update((k, None) for k in item if _is_id_key(k))
-            stack.extend(reversed(list(item.values())))
+            stack.extend(reversed([v for k, v in item.items() if not (isinstance(v, str) and _CATEGORY_KEY.search(k))]))
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return found
@@ -310,6 +314,8 @@ def record_ids(text: str, known: Iterable[str] = ()) -> tuple[list[tuple[str, li
     fields = list(value.items()) if isinstance(value, dict) else [("", value)] if isinstance(value, list) else []
     groups: dict[str, dict[str, None]] = {}
     for key, held in fields:
+        if isinstance(held, str) and _CATEGORY_KEY.search(key):
+            continue
         found = _ids_inside(held)
         if _is_id_key(key):
             found = {key: None} | found
