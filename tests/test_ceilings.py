@@ -227,3 +227,17 @@ def test_the_engine_imports_neither_the_strategies_nor_the_configuration() -> No
             found += [f"{_name(path)}: {name}" for name in names if name in outside or name.startswith(
                 tuple(f"{module}." for module in outside))]
     assert not found, "\n".join(sorted(set(found)))
+
+
+def test_only_the_chooser_reads_how_far_a_run_goes() -> None:
+    # The shares of a token budget a run aims at, fills and cuts its pinned messages to are the
+    # chooser's (core/engine/fit.py): a strategy asks it, so a preset changes them in one place.
+    shares = ("aim_share", "fill_share", "pinned_share")
+    found = []
+    for path in _modules("core", "cli"):
+        if _name(path) in ("core/engine/fit.py", "core/engine/policy.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in shares:
+                found.append(f"{_name(path)}:{node.lineno}: {node.attr}")
+    assert not found, "\n".join(found)

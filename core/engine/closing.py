@@ -105,7 +105,7 @@ def clamp_pinned(workspace: Workspace, context: Context) -> StepOutcome | None:
             continue
         message = workspace.messages[position]
         # Only what the pinned messages exceed: unpinned ones a short strategy list left are not theirs to pay for.
-        excess = min(workspace.live_tokens, workspace.floor()[1]) - int(budget.limit * 0.97)
+        excess = min(workspace.live_tokens, workspace.floor()[1]) - fit.pinned_aim(workspace)
         if excess <= 0:
             break
         room = max(PINNED_FLOOR_TOKENS, message.tokens - excess)

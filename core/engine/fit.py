@@ -30,6 +30,11 @@ def aim_tokens(workspace: Workspace) -> int:
     return int(workspace.policy.aim_share * _limit(workspace))
 
 
+def pinned_aim(workspace: Workspace) -> int:
+    """The tokens a run whose pinned messages alone exceed the budget is cut down to."""
+    return int(workspace.policy.pinned_share * _limit(workspace))
+
+
 def fills(workspace: Workspace, tokens: float) -> bool:
     """Whether a run at ``tokens`` uses the budget (lands above the fill share of it)."""
     return tokens >= workspace.policy.fill_share * _limit(workspace)

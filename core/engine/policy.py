@@ -17,12 +17,15 @@ class Policy:
     """The rules of one preset.
 
     Under a token budget a run lands at or under ``aim_share`` of it, and above ``fill_share``
-    of it when it can (only core/engine/fit.py reads the two).
+    of it when it can (only core/engine/fit.py reads the shares).
     """
 
     name: str
     aim_share: float = 0.98
     fill_share: float = 0.95
+    # Pinned messages that alone exceed a token budget have their middles cut until the run lands
+    # at this share of it (below the aim: a middle cut is counted in whole parts).
+    pinned_share: float = 0.97
     # The task statement (the first request) stays pinned while it takes at most this share of
     # a token budget; None: no task pin.
     task_pin_share: float | None = 0.2
