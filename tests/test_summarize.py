@@ -1051,7 +1051,9 @@ def test_an_earlier_summary_the_agent_wrote_is_carried_as_the_agents_not_as_comp
     header, label, *rest = summary.splitlines()
     assert header.startswith("CUCA summary: turns ")
     assert label == "The agent's own earlier summary:"
-    assert "Let me chronologically analyze the conversation:" in rest[:4]
+    # Its own words follow the label (too long to carry whole, it lost its analysis first).
+    assert re.fullmatch(r"\[… compact: the earlier summary's analysis, [\d,]+ tokens, left out …\]", rest[1]), rest[:4]
+    assert "Summary:" in rest[:4]
     assert "Please continue the conversation" not in summary
 
 
@@ -1161,3 +1163,26 @@ def test_a_number_the_user_gave_is_kept_with_what_it_counts() -> None:
     assert "lines 474-490" in facts and "limit to 100" in facts and "KX-4471-QP" in facts, facts
     assert "2026" in facts
     assert not {"474-490", "100", "4471"} & set(facts), facts
+
+
+def test_an_earlier_summary_too_long_to_carry_loses_its_analysis_first() -> None:
+    """Claude Code's summary opens with its model's chronological analysis (a third of it), then the
+    summary proper: the files and code, the current work, the next step. Cut in the middle, the
+    carried summary kept the analysis and lost the files and code; the analysis goes first."""
+    counter, _ = shared_counter()
+    from core.counting.counter import MessageCounter
+
+    analysis = "\n".join(f"{n}. The user asked about step {n}; I looked at `helper_{n}` and ran the tests again."
+                         for n in range(1, 60))
+    sections = ("Summary:\n1. Primary Request and Intent:\n   Draw session lanes beside the checkpoints.\n"
+                "3. Files and Code Sections:\n   - cmd/entire/cli/list/view.go: `LanePositionStart`, "
+                "`LanePositionEnd` and `maxSessionLanes` decide the lane characters.\n"
+                "8. Current Work:\n   Rendering lanes in `renderCheckpointNode`.\n"
+                "9. Optional Next Step:\n   Add `renderSessionLanes` and prepend it to each line.")
+    previous = f"The agent's own earlier summary:\nAnalysis:\n{analysis}\n\n{sections}"
+    turns = [msg("user", "Go on with the lanes"), msg("assistant", "Adding `renderSessionLanes` now.")]
+    text = ExtractiveSummarizer().summarize(
+        SummaryRequest(tuple(turns), 2, 2, previous=previous, max_tokens=700), MessageCounter(counter)).text
+    assert "LanePositionStart" in text and "maxSessionLanes" in text and "Add `renderSessionLanes`" in text, text
+    assert "helper_1`" not in text and "helper_59" not in text, text
+    assert re.search(r"\[… compact: the earlier summary's analysis, [\d,]+ tokens, left out …\]", text), text

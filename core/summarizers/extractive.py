@@ -33,7 +33,7 @@ from core.messages import (
     pair_calls,
     tool_calls,
 )
-from core.summarizers.base import TRAILER, SummaryRequest, SummaryResult
+from core.summarizers.base import SummaryRequest, SummaryResult
 from core.summarizers.call_lines import (
     ADDS,
     CHANGE,
@@ -45,6 +45,7 @@ from core.summarizers.call_lines import (
     SAY_CHARS,
     result_line,
 )
+from core.summarizers.carry import carry
 from core.summarizers.facts import (
     first_error_line,
     tool_output,
@@ -66,7 +67,6 @@ FACTS_PER_MESSAGE = 3
 DEEP_RESULTS = 400
 # An earlier summary carried over may take at most this share of the room.
 PREVIOUS_SHARE = 0.5
-_SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
 
 OMITTED = "less important line(s)"  # the note of a summary that left lines out
 
@@ -393,7 +393,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/13"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/14"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
@@ -428,7 +428,7 @@ class ExtractiveSummarizer:
     def _rooms(self, request: SummaryRequest, head: str, counter: MessageCounter) -> tuple[str, int]:
         """An earlier summary carried over, and the room left for this span's lines."""
         room = request.max_tokens - counter.count_text(head + "</summary>") - 24
-        carried = self._carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
+        carried = carry(request.previous or "", int(room * PREVIOUS_SHARE), counter)
         return carried, room - (counter.count_text(carried) if carried else 0)
 
     @staticmethod
@@ -463,27 +463,3 @@ class ExtractiveSummarizer:
                     asked += cost if line.priority == REQUEST else 0
         return [ordered[index] for index in sorted(chosen)], len(lines) - len(chosen)
 
-    @staticmethod
-    def _carry(previous: str, room: int, counter: MessageCounter) -> str:
-        """An earlier summary, whole when it fits; else its newest segments, or its head and tail."""
-        # The earlier trailer goes: this summary writes its own.
-        previous = "\n".join(ln for ln in previous.splitlines() if not ln.startswith(TRAILER)).strip()
-        if not previous or room <= 0:
-            return ""
-        if counter.count_text(previous) <= room:
-            return previous
-        segments = _SEGMENT.findall(previous)
-        if segments:
-            kept: list[str] = []
-            used = 0
-            for segment in reversed(segments):
-                cost = counter.count_text(segment) + 1
-                if used + cost > room:
-                    break
-                kept.insert(0, segment)
-                used += cost
-            if kept:
-                return "\n".join(kept)
-        from core.engine.clamp import clamp_text
-
-        return clamp_text(previous, room, counter) or ""
