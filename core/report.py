@@ -1,7 +1,8 @@
 """The CompressionReport (SPEC §6): typed here, written as JSON by ``to_dict`` (schemas/report.schema.json).
 
-The lists and mappings strategies and the graph step fill (actions, removed, orphans, graph,
-prompt_cache) stay plain JSON data: each has its own shape, described in the schema.
+The actions and the ledger (``removed``) are typed; the other lists and mappings strategies and the
+graph step fill (orphans, graph, prompt_cache) stay plain JSON data: each has its own shape, described
+in the schema.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import Budget
+from core.engine.ledger import LedgerEntry
 
 REPORT_VERSION = 1
 # The closing step that puts back what earlier steps rewrote, when later ones made room (its name in ``actions``).
@@ -162,7 +164,7 @@ class CompressionReport:
     last_error: str | None
     warning_appended: bool
     over_budget: bool
-    removed: list[dict[str, Any]]
+    removed: list[LedgerEntry]  # the ledger
     orphans: dict[str, Any]
     skipped_lines: list[dict[str, Any]]
     graph: dict[str, Any] | None
@@ -196,7 +198,7 @@ class CompressionReport:
             "last_error": self.last_error,
             "warning_appended": self.warning_appended,
             "over_budget": self.over_budget,
-            "removed": self.removed,
+            "removed": [entry.to_dict() for entry in self.removed],
             "orphans": self.orphans,
             "skipped_lines": self.skipped_lines,
             "graph": self.graph,
@@ -212,10 +214,11 @@ class CompressionReport:
         budget = dict(data["budget"])
         floor = Floor(**budget.pop("floor"))
         fields = {key: value for key, value in data.items()
-                  if key not in ("encoder", "before", "after", "budget", "format", "actions")}
+                  if key not in ("encoder", "before", "after", "budget", "format", "actions", "removed")}
         return cls(
             **fields,
             actions=[Action.from_dict(action) for action in data["actions"]],
+            removed=[LedgerEntry.from_dict(entry) for entry in data["removed"]],
             encoder=EncoderReport(**data["encoder"]),
             before=Usage(**data["before"]),
             after=Usage(**data["after"]),

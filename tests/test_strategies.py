@@ -562,7 +562,7 @@ def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() ->
     assert original is not None and original is messages[1]
     workspace.restore(1, original, {"role": "assistant", "content": "word " * 50}, "given back in part")
     assert workspace.end().rewritten == 1
-    assert [(e["strategy"], e["action"], e["tokens_before"]) for e in workspace.ledger] == [
+    assert [(e.strategy, e.action, e.tokens_before) for e in workspace.ledger] == [
         ("give_back", "rewritten", messages[1].tokens)]
 
 

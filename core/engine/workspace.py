@@ -9,11 +9,12 @@ the ledger entry for every message it removes or rewrites.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
+from core.engine.ledger import LedgerAction, LedgerEntry
 from core.engine.policy import DEFAULT, Policy
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
@@ -86,18 +87,22 @@ class Workspace:
         # token budget whatever is rewritten, and a later step keeps only the newest that fit.
         self.must_go_before = 0
         self.step_open = False  # between begin() and end() or rollback()
-        self._rewritten_in_step: dict[int, dict[str, Any]] = {}
+        self._rewritten_in_step: dict[int, int] = {}  # position -> the number of its entry this step
         self.source = source
         self.budget = budget
         self.counter = counter
         self.full = full
         self.offload_turns = offload_turns
-        self.ledger: list[dict[str, Any]] = []
-        # The ledger's rewrite entries by the input message they describe (by identity: messages
-        # decoded from one line, a Gemini chat's or a Claude Code line's results, share its number).
-        self._rewrites: dict[int, list[dict[str, Any]]] = {}
-        self._ledger_before: list[dict[str, Any]] = []
-        self._rewrites_before: list[tuple[int, list[dict[str, Any]]]] = []
+        # The ledger's entries by their number, in the order they were written (an entry is
+        # replaced under its number when a step rewrites or removes its message again).
+        self._entries: dict[int, LedgerEntry] = {}
+        self._next_entry = 0
+        self._step_first_entry = 0  # entries numbered from here were written by the current step
+        # The numbers of the ledger's rewrite entries by the input message they describe (by identity:
+        # messages decoded from one line, a Gemini chat's or a Claude Code line's results, share its number).
+        self._rewrites: dict[int, list[int]] = {}
+        self._ledger_before: dict[int, LedgerEntry] = {}
+        self._rewrites_before: list[tuple[int, list[int]]] = []
         self.strategy = ""
         self.pass_number = 0
         self._set_messages(list(messages))
@@ -106,6 +111,11 @@ class Workspace:
         self.input_turn = {m.line: t + 1 for m, t in zip(self.messages, self.structure.turn_of) if m.line is not None}
 
     # -- state -------------------------------------------------------------
+
+    @property
+    def ledger(self) -> list[LedgerEntry]:
+        """One entry for every message removed or rewritten, in the order they were written."""
+        return list(self._entries.values())
 
     def _set_messages(self, messages: list[Message]) -> None:
         self.messages = messages
@@ -207,7 +217,8 @@ class Workspace:
         self._snapshot = list(self.messages)
         self._own_snapshot = set(self.own)
         self._rewritten_in_step = {}
-        self._ledger_before = list(self.ledger)  # (restore() deletes earlier lines: a rollback puts them back)
+        self._ledger_before = dict(self._entries)  # (restore() deletes earlier lines: a rollback puts them back)
+        self._step_first_entry = self._next_entry
         self._rewrites_before = []
         if self.seams.store is not None:
             self.seams.store.begin_step()  # its summary-cache writes land with the step or not at all
@@ -215,13 +226,12 @@ class Workspace:
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         self.step_open = False
-        kept = {id(e) for e in self._ledger_before}
-        undone = {id(e) for e in self.ledger if id(e) not in kept}
-        self.ledger[:] = self._ledger_before
-        for key, entries in reversed(self._rewrites_before):  # (the first pop of a key is what it held)
-            self._rewrites[key] = entries
-        for entries in self._rewrites.values():
-            entries[:] = [e for e in entries if id(e) not in undone]
+        self._entries = self._ledger_before
+        for key, numbers in reversed(self._rewrites_before):  # (the first pop of a key is what it held)
+            self._rewrites[key] = numbers
+        first = self._step_first_entry  # (the entries this step wrote are undone)
+        for numbers in self._rewrites.values():
+            numbers[:] = [n for n in numbers if n < first]
         self.own = self._own_snapshot
         self._rewritten_in_step = {}
         if self.seams.store is not None:
@@ -347,8 +357,10 @@ class Workspace:
             self.live_tokens += added
         popped = self._rewrites.pop(id(original), [])
         self._rewrites_before.append((id(original), popped))
-        gone = {id(e) for e in popped if e["action"] == "rewritten"}
-        self.ledger[:] = [e for e in self.ledger if id(e) not in gone]
+        for number in popped:
+            if self._entries[number].action == "rewritten":
+                del self._entries[number]
+        self._rewritten_in_step.pop(position, None)  # (a rewrite after this one writes its own entry)
         self._outcome.tokens_saved -= added
         if data is None:
             self._outcome.rewritten += 1
@@ -407,17 +419,18 @@ class Workspace:
         self._outcome.tokens_saved += saved
         earlier = self._rewritten_in_step.get(position)
         if earlier is not None:  # rewritten twice in one step: the entry keeps the first "before"
-            earlier.update(tokens_after=after.tokens, reason=reason)
+            self._entries[earlier] = replace(self._entries[earlier], tokens_after=after.tokens, reason=reason)
             self._outcome.rewritten -= 1
             return saved
-        self._record(before, "rewritten", after.tokens, reason)
-        self._rewritten_in_step[position] = self.ledger[-1]
-        self._rewrites.setdefault(id(before.extra[_INPUT_MESSAGE]), []).append(self.ledger[-1])
+        number = self._record(before, "rewritten", after.tokens, reason)
+        self._rewritten_in_step[position] = number
+        self._rewrites.setdefault(id(before.extra[_INPUT_MESSAGE]), []).append(number)
         return saved
 
     def rewritten_by(self, original: Message) -> set[str]:
         """The strategies whose rewrites of the input message ``original`` the ledger holds."""
-        return {e["strategy"] for e in self._rewrites.get(id(original), ()) if e["action"] == "rewritten"}
+        entries = (self._entries[n] for n in self._rewrites.get(id(original), ()))
+        return {e.strategy for e in entries if e.action == "rewritten"}
 
     def _drop(self, position: int, reason: str) -> None:
         message = self.messages[position]
@@ -428,24 +441,18 @@ class Workspace:
             self.live_tokens -= message.tokens
         self._outcome.removed += 1
         self._outcome.tokens_saved += message.tokens
-        entry = self._rewritten_in_step.pop(position, None)
-        if entry is not None:  # rewritten earlier in this step, now removed: one ledger line says so
-            entry.update(action="removed", tokens_after=0, reason=reason)
+        earlier = self._rewritten_in_step.pop(position, None)
+        if earlier is not None:  # rewritten earlier in this step, now removed: one ledger line says so
+            self._entries[earlier] = replace(self._entries[earlier], action="removed", tokens_after=0, reason=reason)
             self._outcome.rewritten -= 1
             return
         self._record(message, "removed", 0, reason)
 
-    def _record(self, message: Message, action: str, tokens_after: int, reason: str) -> None:
-        entry = {
-                "line": message.line,
-                "role": message.role,
-                "strategy": self.strategy,
-                "pass": self.pass_number,
-                "action": action,
-                "tokens_before": message.tokens,
-                "tokens_after": tokens_after,
-                "reason": reason,
-            }
-        if self.seams.store is not None:
-            entry["handle"] = content_handle(message.data)
-        self.ledger.append(entry)
+    def _record(self, message: Message, action: LedgerAction, tokens_after: int, reason: str) -> int:
+        """Write the ledger's entry for ``message``; returns its number."""
+        handle = content_handle(message.data) if self.seams.store is not None else None
+        number = self._next_entry
+        self._next_entry += 1
+        self._entries[number] = LedgerEntry(message.line, message.role, self.strategy, self.pass_number, action,
+                                            message.tokens, tokens_after, reason, handle)
+        return number
