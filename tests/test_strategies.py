@@ -389,6 +389,7 @@ def test_strategies_without_their_seam_are_skipped_with_the_reason() -> None:
 
 class ExplodingSummarizer:
     name = "exploding"
+    fits_its_room = False
 
     def identity(self) -> str:
         return "exploding"
