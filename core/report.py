@@ -74,12 +74,13 @@ class Action:
         return cls(**fields, pass_number=data["pass"])
 
 
-def summary_failed(actions: Sequence[Action], summarizer: str | None) -> bool:
+def summary_failed(actions: Sequence[Action], calls_a_model: bool) -> bool:
     """The model summarizer failed and no later pass got a summary from it (the run is then exit 4).
 
-    Only a model's failure counts (the offline summarizer does not fail), and a summary skipped
-    because it would not be smaller than its span is in the report's ``skipped``, not an error."""
-    if summarizer != "openai":
+    Only a model's failure counts (``calls_a_model``: MemoryConfig.summarizer_calls_a_model; the
+    offline summarizer does not fail), and a summary skipped because it would not be smaller than
+    its span is in the report's ``skipped``, not an error."""
+    if not calls_a_model:
         return False
     summaries = [a for a in actions if a.strategy == "summarize"]
     return any(a.error for a in summaries) and not any(not a.error for a in summaries)
