@@ -87,14 +87,14 @@ def run(
     _show(result, console, quiet=quiet, compacted=options.mode != UNLIMITED, repair=options.repair)
     if flags.strict and result.over_budget:
         raise typer.Exit(EXIT_OVER_BUDGET)
-    failure = _summary_failure(result, config.summarizer_in_use)
+    failure = _summary_failure(result, config.summarizer_calls_a_model)
     if failure:
         if quiet or result.compression is None:  # (a transcript's table or warning line already said it)
             sys.stderr.write(f"compact: error: {failure}\n")
         raise typer.Exit(EXIT_SUMMARIZER_FAILED)  # a failed summarizer is never a silent success
 
 
-def _summary_failure(result: Any, summarizer: str | None) -> str:
+def _summary_failure(result: Any, calls_a_model: bool) -> str:
     """What the model summarizer's failure left without a summary, or "" when it did not fail."""
     from cli.output import line_list
     from core.report import summary_failed
@@ -105,7 +105,7 @@ def _summary_failure(result: Any, summarizer: str | None) -> str:
             return ""
         return (f"the summarizer failed on {len(lines):,} of {result.dataset.conversations:,} conversations "
                 f"(line {line_list(lines, most=5)}): they were written without a summary (a rerun tries them again)")
-    if result.compression is not None and summary_failed(result.compression.actions, summarizer):
+    if result.compression is not None and summary_failed(result.compression.actions, calls_a_model):
         return "the summarizer failed: the transcript was written without a summary (a rerun tries again)"
     return ""
 

@@ -434,7 +434,7 @@ def _memo(source: str, config: MemoryConfig, options: RunOptions) -> CompactionR
     if not (options.use_cache and options.memo_ok and options.check_for is None and options.graph is None
             and run_memo_enabled() and source != "-"
             and os.path.isfile(source)  # a pipe would be used up by hashing it
-            and not (config.store or config.summarizer_in_use == "openai")):
+            and not (config.store or config.summarizer_calls_a_model)):
         return None
     return _memo_lookup(source, config, mode=options.mode, repair=options.repair, skip_invalid=options.skip_invalid,
                         formats=(options.source_format, options.target_format))

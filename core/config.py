@@ -255,6 +255,12 @@ class MemoryConfig:
         return self.summarizer
 
     @property
+    def summarizer_calls_a_model(self) -> bool:
+        """Whether the summarizer in use calls a model: it may fail (the run then exits 4, see
+        ``core.report.summary_failed``) and answers differently another day (a run is not memoised)."""
+        return self.summarizer_in_use == "openai"
+
+    @property
     def policy(self) -> Policy:
         """The preset's rules (core/engine/policy.py), with the closing steps configured in force: the
         seed's has no task pin, no trace of removals, no closing step."""

@@ -1,7 +1,8 @@
 """The CompressionReport (SPEC §6): typed here, written as JSON by ``to_dict`` (schemas/report.schema.json).
 
-The lists and mappings strategies and the graph step fill (actions, removed, orphans, graph,
-prompt_cache) stay plain JSON data: each has its own shape, described in the schema.
+The actions and the ledger (``removed``) are typed; the other lists and mappings strategies and the
+graph step fill (orphans, graph, prompt_cache) stay plain JSON data: each has its own shape, described
+in the schema.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from core.counting.tokenizers import EncoderChoice
 from core.engine.budget import Budget
+from core.engine.ledger import LedgerEntry
 
 REPORT_VERSION = 1
 # The closing step that puts back what earlier steps rewrote, when later ones made room (its name in ``actions``).
@@ -72,12 +74,13 @@ class Action:
         return cls(**fields, pass_number=data["pass"])
 
 
-def summary_failed(actions: Sequence[Action], summarizer: str | None) -> bool:
+def summary_failed(actions: Sequence[Action], calls_a_model: bool) -> bool:
     """The model summarizer failed and no later pass got a summary from it (the run is then exit 4).
 
-    Only a model's failure counts (the offline summarizer does not fail), and a summary skipped
-    because it would not be smaller than its span is in the report's ``skipped``, not an error."""
-    if summarizer != "openai":
+    Only a model's failure counts (``calls_a_model``: MemoryConfig.summarizer_calls_a_model; the
+    offline summarizer does not fail), and a summary skipped because it would not be smaller than
+    its span is in the report's ``skipped``, not an error."""
+    if not calls_a_model:
         return False
     summaries = [a for a in actions if a.strategy == "summarize"]
     return any(a.error for a in summaries) and not any(not a.error for a in summaries)
@@ -162,7 +165,7 @@ class CompressionReport:
     last_error: str | None
     warning_appended: bool
     over_budget: bool
-    removed: list[dict[str, Any]]
+    removed: list[LedgerEntry]  # the ledger
     orphans: dict[str, Any]
     skipped_lines: list[dict[str, Any]]
     graph: dict[str, Any] | None
@@ -196,7 +199,7 @@ class CompressionReport:
             "last_error": self.last_error,
             "warning_appended": self.warning_appended,
             "over_budget": self.over_budget,
-            "removed": self.removed,
+            "removed": [entry.to_dict() for entry in self.removed],
             "orphans": self.orphans,
             "skipped_lines": self.skipped_lines,
             "graph": self.graph,
@@ -212,10 +215,11 @@ class CompressionReport:
         budget = dict(data["budget"])
         floor = Floor(**budget.pop("floor"))
         fields = {key: value for key, value in data.items()
-                  if key not in ("encoder", "before", "after", "budget", "format", "actions")}
+                  if key not in ("encoder", "before", "after", "budget", "format", "actions", "removed")}
         return cls(
             **fields,
             actions=[Action.from_dict(action) for action in data["actions"]],
+            removed=[LedgerEntry.from_dict(entry) for entry in data["removed"]],
             encoder=EncoderReport(**data["encoder"]),
             before=Usage(**data["before"]),
             after=Usage(**data["after"]),

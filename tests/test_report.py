@@ -8,6 +8,7 @@ import pytest
 
 from core.api import compact_file
 from core.config import MemoryConfig
+from core.engine.ledger import LedgerEntry
 from core.engine.pipeline import UNLIMITED
 from core.io.schema_loader import validator
 from core.report import CompressionReport
@@ -52,3 +53,12 @@ def test_typed_fields_agree_with_the_document() -> None:
                                    "window_fraction": report.before.window_fraction}
     assert document["over_budget"] is report.over_budget is True
     assert report.acted() == list(dict.fromkeys(a["strategy"] for a in document["actions"] if a["error"] is None))
+
+
+@pytest.mark.parametrize("handle", [None, "off_0123456789abcdef"])
+def test_a_ledger_entry_round_trips_and_writes_its_handle_only_when_it_has_one(handle: str | None) -> None:
+    entry = LedgerEntry(4, "tool", "clear_tool_results", 1, "rewritten", 120, 9, "cleared", handle)
+    document = json.loads(json.dumps(entry.to_dict()))
+    assert list(document) == ["line", "role", "strategy", "pass", "action", "tokens_before", "tokens_after",
+                              "reason", *(["handle"] if handle else [])]
+    assert LedgerEntry.from_dict(document) == entry

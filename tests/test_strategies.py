@@ -389,6 +389,7 @@ def test_strategies_without_their_seam_are_skipped_with_the_reason() -> None:
 
 class ExplodingSummarizer:
     name = "exploding"
+    fits_its_room = False
 
     def identity(self) -> str:
         return "exploding"
@@ -562,7 +563,7 @@ def test_a_message_given_back_in_part_counts_once_and_keeps_one_ledger_line() ->
     assert original is not None and original is messages[1]
     workspace.restore(1, original, {"role": "assistant", "content": "word " * 50}, "given back in part")
     assert workspace.end().rewritten == 1
-    assert [(e["strategy"], e["action"], e["tokens_before"]) for e in workspace.ledger] == [
+    assert [(e.strategy, e.action, e.tokens_before) for e in workspace.ledger] == [
         ("give_back", "rewritten", messages[1].tokens)]
 
 
@@ -707,6 +708,27 @@ def test_a_closing_step_that_fails_before_it_begins_leaves_the_steps_before_it_a
     assert "broken before it began" in out.report["last_error"]
 
 
+def test_what_the_run_wrote_stays_its_own_through_rewrites_and_rollbacks() -> None:
+    """A summary the run inserted is its own; an input message it rewrites as its own (an earlier run's
+    summary taking the new one in) becomes its own; a rolled-back step leaves neither changed."""
+    from core.messages import Message
+
+    workspace, _ = _workspace_with_a_long_reply()
+    workspace.begin("summarize", 1)
+    workspace.insert(1, Message({"role": "system", "content": "a summary"}))
+    workspace.end()
+    assert [workspace.is_own(p) for p in range(4)] == [False, True, False, False]
+    workspace.begin("summarize", 2)
+    workspace.rewrite_own(2, {"role": "assistant", "content": "folded"}, "folded")
+    workspace.rollback()
+    assert [workspace.is_own(p) for p in range(4)] == [False, True, False, False]
+    workspace.begin("summarize", 2)
+    workspace.rewrite_own(2, {"role": "assistant", "content": "folded"}, "folded")
+    workspace.end()
+    assert [workspace.is_own(p) for p in range(4)] == [False, True, True, False]
+    assert workspace.pinned(1) and workspace.pinned(2)
+
+
 def test_a_give_back_rolled_back_leaves_the_ledger_as_it_was() -> None:
     """A store that refuses give_back's offload rolls the step back: the message stays cleared, so the
     ledger line that says so must stay too (giving back had deleted it)."""
@@ -722,7 +744,7 @@ def test_a_give_back_rolled_back_leaves_the_ledger_as_it_was() -> None:
     workspace.rollback()
     assert workspace.messages[1].data["content"] == "[compact: cleared]"
     assert workspace.ledger == cleared
-    assert workspace.rewritten_by(original) == {"clear_tool_results"}
+    assert workspace.rewritten_by(1) == {"clear_tool_results"}
 
 
 def test_an_earlier_summary_with_nothing_left_to_fold_into_is_cut_before_the_run_ends_over_budget() -> None:

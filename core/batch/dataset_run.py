@@ -129,7 +129,7 @@ class DatasetCompactor:
             report.before.messages, report.after.messages,
             report.before.tokens, report.after.tokens,
             changed=changed, over_budget=report.over_budget, strategies=report.acted(),
-            summary_failed=summary_failed(report.actions, self.config.summarizer_in_use),
+            summary_failed=summary_failed(report.actions, self.config.summarizer_calls_a_model),
         ))
         if not changed:
             return raw

@@ -283,7 +283,7 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
     config = config_from_dict(task.config)
     if task.options.dry_run:  # what a run would do: nothing written (the store a throwaway copy)
         result = compact_source(task.input, config, task.options)
-        return dataclasses.replace(_row_of(task, result, config.summarizer_in_use),
+        return dataclasses.replace(_row_of(task, result, config.summarizer_calls_a_model),
                                    seconds=round(time.perf_counter() - started, 4))
     folder = os.path.dirname(task.output) or "."
     try:
@@ -296,7 +296,7 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
         atomic_write_chunks(task.output, chunks, follow=False)
 
     result = compact_source(task.input, config, task.options, write=write)
-    row = dataclasses.replace(_row_of(task, result, config.summarizer_in_use),
+    row = dataclasses.replace(_row_of(task, result, config.summarizer_calls_a_model),
                               seconds=round(time.perf_counter() - started, 4))
     sidecar = {"version": SIDECAR_VERSION, "input": task.input, "input_blake2b": input_hash,
                "settings_blake2b": task.settings, "output_blake2b": file_digest(task.output), "row": row.to_dict()}
@@ -304,8 +304,8 @@ def _compact_one(task: BatchTask, started: float) -> BatchRow:
     return row
 
 
-def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -> BatchRow:
-    """The batch row of a transcript's or a dataset's result (``summarizer``: the one in use)."""
+def _row_of(task: BatchTask, result: CompactionResult, calls_a_model: bool) -> BatchRow:
+    """The batch row of a transcript's or a dataset's result (``calls_a_model``: the summarizer in use does)."""
     from core.api import DatasetResult
 
     where: dict[str, Any] = {"index": task.index, "input": task.input, "output": task.output}
@@ -327,7 +327,7 @@ def _row_of(task: BatchTask, result: CompactionResult, summarizer: str | None) -
         messages_before=report.before.messages, messages_after=report.after.messages,
         tokens_before=report.before.tokens, tokens_after=report.after.tokens,
         strategies={name: 1 for name in report.acted()}, over_budget=int(report.over_budget),
-        summary_failed=int(summary_failed(report.actions, summarizer)), skipped_lines=len(report.skipped_lines),
+        summary_failed=int(summary_failed(report.actions, calls_a_model)), skipped_lines=len(report.skipped_lines),
         unpinned_rules=result.unpinned_rules,
     )
 

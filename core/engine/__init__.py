@@ -4,6 +4,7 @@
 - closing: the registered closing steps (repair, clamp_pinned, turn_boundary, thinking_after_change,
   give_back) the policy lists
 - workspace: the working list strategies act on, its invariants and the ledger of what went
+- ledger: the typed entry for each message a run removed or rewrote (the report's ``removed``)
 - budget: the budget a run compacts to
 - settings: what a run is handed: the resolved strategies, the policy, the budget's inputs
 - policy: what a preset decides: shares of the budget, pins, traces, passes, closing steps

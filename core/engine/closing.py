@@ -126,7 +126,7 @@ def turn_boundary(workspace: Workspace, context: Context) -> StepOutcome | None:
     messages = workspace.messages
     structure = workspace.structure
     first = next((p for p, m in enumerate(messages) if structure.counted[p] and m.role not in SYSTEM_ROLES), None)
-    if first is None or is_user_message(messages[first].data) or not any(e["action"] == "removed" for e in workspace.ledger):
+    if first is None or is_user_message(messages[first].data) or not any(e.action == "removed" for e in workspace.ledger):
         return None
     if any(workspace.is_own(p) or is_summary(messages[p]) for p in range(first)):
         return None

@@ -90,7 +90,7 @@ def give_back(workspace: Workspace) -> StepOutcome | None:
     given: list[int] = []  # the original lines of what was given back
     for position in range(len(workspace.messages) - 1, -1, -1):
         original = workspace.restorable(position)
-        if original is None or workspace.rewritten_by(original) & NEVER_GIVEN_BACK or workspace.pinned(position):
+        if original is None or workspace.rewritten_by(position) & NEVER_GIVEN_BACK or workspace.pinned(position):
             continue
         current = workspace.messages[position]
         if workspace.live_tokens + original.tokens - current.tokens <= aim:

@@ -25,6 +25,11 @@ class Seams:
             return None
         return f"no {need}"
 
+    def needed_summarizer(self) -> Summarizer:
+        """The summarizer, for a strategy that needs it (the pipeline skips one when there is none)."""
+        assert self.summarizer is not None, "a strategy that needs the summarizer ran without one"
+        return self.summarizer
+
 
 def offload_items(originals: Sequence[tuple[Message, int]], source: str) -> list[Any]:
     """The store's items for messages a step removed or rewrote (their content before the step)."""

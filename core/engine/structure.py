@@ -234,8 +234,8 @@ class PinRules:
 
 
 def analyse(messages: Sequence[Message], rules: PinRules | None = None, own: frozenset[int] = frozenset()) -> Structure:
-    """Turns, pairing and pins of ``messages``; ``own``: ids of the messages this run wrote (its
-    summary), pinned for the rest of the run."""
+    """Turns, pairing and pins of ``messages``; ``own``: the positions of the messages this run wrote
+    (its summary), pinned for the rest of the run."""
     rules = rules or PinRules()
     user_positions = [i for i, m in enumerate(messages) if m.data and is_user_message(m.data)]
     pairing = pair_calls([m.data for m in messages])
@@ -312,7 +312,7 @@ def _pins(messages: Sequence[Message], user_positions: Sequence[int], rules: Pin
         if (not message.data  # a skipped invalid line passes through untouched
                 or message.line is not None and message.line in rules.kept
                 or markers and message.role in SYSTEM_ROLES and any(starts_with_marker(message.data, mk) for mk in markers)
-                or own and id(message) in own
+                or own and i in own
                 or is_provider_record(message)):  # a provider's compaction record: what it hides stays hidden
             pinned[i] = True
         elif rules.pin_summaries and message.extra and message.extra.get("summary"):

@@ -9,11 +9,12 @@ the ledger entry for every message it removes or rewrites.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.counting.counter import MessageCounter
 from core.engine.budget import Budget
+from core.engine.ledger import LedgerAction, LedgerEntry
 from core.engine.policy import DEFAULT, Policy
 from core.engine.seams import Seams, offload_items
 from core.engine.structure import PinRules, Structure, analyse
@@ -79,37 +80,52 @@ class Workspace:
         self.pins = pins or PinRules()
         # The preset's rules: whether removals leave a trace, the shares of the budget to aim for, ...
         self.policy = policy
-        # Summaries and traces this run wrote: pinned for the rest of the run, so a later strategy
-        # does not delete the record of what an earlier one removed.
+        # Each message's slot: the input's messages are numbered 0..n-1 in order, each message compact
+        # adds the next number; a rewrite keeps its message's slot. (``slots`` runs beside ``messages``.)
+        self.slots: list[int] = list(range(len(messages)))
+        self._next_slot = len(messages)
+        # The slots of the summaries and traces this run wrote: pinned for the rest of the run, so a
+        # later strategy does not delete the record of what an earlier one removed.
         self.own: set[int] = set()
         # Set by the pipeline before each step: messages before this position cannot stay within the
         # token budget whatever is rewritten, and a later step keeps only the newest that fit.
         self.must_go_before = 0
         self.step_open = False  # between begin() and end() or rollback()
-        self._rewritten_in_step: dict[int, dict[str, Any]] = {}
+        self._rewritten_in_step: dict[int, int] = {}  # position -> the number of its entry this step
         self.source = source
         self.budget = budget
         self.counter = counter
         self.full = full
         self.offload_turns = offload_turns
-        self.ledger: list[dict[str, Any]] = []
-        # The ledger's rewrite entries by the input message they describe (by identity: messages
-        # decoded from one line, a Gemini chat's or a Claude Code line's results, share its number).
-        self._rewrites: dict[int, list[dict[str, Any]]] = {}
-        self._ledger_before: list[dict[str, Any]] = []
-        self._rewrites_before: list[tuple[int, list[dict[str, Any]]]] = []
+        # The ledger's entries by their number, in the order they were written (an entry is
+        # replaced under its number when a step rewrites or removes its message again).
+        self._entries: dict[int, LedgerEntry] = {}
+        self._next_entry = 0
+        self._step_first_entry = 0  # entries numbered from here were written by the current step
+        # The numbers of the ledger's rewrite entries by the slot of the message they describe (not its
+        # line: messages decoded from one line, a Gemini chat's or a Claude Code line's results, share it).
+        self._rewrites: dict[int, list[int]] = {}
+        self._ledger_before: dict[int, LedgerEntry] = {}
+        self._rewrites_before: list[tuple[int, list[int]]] = []
         self.strategy = ""
         self.pass_number = 0
-        self._set_messages(list(messages))
+        self._set_messages(list(messages), self.slots)
         self._input = tuple(self.messages)  # (rewrites replace items of self.messages in place)
         # Turn numbers as the input has them (1-based): removals renumber the structure's turns.
         self.input_turn = {m.line: t + 1 for m, t in zip(self.messages, self.structure.turn_of) if m.line is not None}
 
     # -- state -------------------------------------------------------------
 
-    def _set_messages(self, messages: list[Message]) -> None:
+    @property
+    def ledger(self) -> list[LedgerEntry]:
+        """One entry for every message removed or rewritten, in the order they were written."""
+        return list(self._entries.values())
+
+    def _set_messages(self, messages: list[Message], slots: list[int]) -> None:
         self.messages = messages
-        self.structure: Structure = analyse(messages, self.pins, frozenset(self.own))
+        self.slots = slots
+        own = frozenset(p for p, slot in enumerate(slots) if slot in self.own) if self.own else frozenset()
+        self.structure: Structure = analyse(messages, self.pins, own)
         self.removed: set[int] = set()
         counted = self.structure.counted
         self.live_messages = sum(counted)
@@ -190,7 +206,11 @@ class Workspace:
 
     def append(self, message: Message) -> None:
         """Add a message compact wrote itself (the warning) at the end."""
-        self._set_messages([*self.messages, message])
+        self._set_messages([*self.messages, message], [*self.slots, self._new_slot()])
+
+    def _new_slot(self) -> int:
+        self._next_slot += 1
+        return self._next_slot - 1
 
     # -- one strategy step ----------------------------------------------------
 
@@ -200,14 +220,16 @@ class Workspace:
         self.pass_number = pass_number
         self._outcome = StepOutcome()
         self._originals: dict[int, tuple[Message, int]] = {}  # position -> (message before the step, turn)
-        self._inserted: dict[int, list[Message]] = {}
+        self._inserted: dict[int, list[tuple[Message, int]]] = {}  # position -> (message, its slot)
         # Rewrites of content alone keep the structure; only removals, insertions and rewrites
         # of roles or tool calls make end() recompute it.
         self._reshaped = False
         self._snapshot = list(self.messages)
+        self._slots_snapshot = list(self.slots)
         self._own_snapshot = set(self.own)
         self._rewritten_in_step = {}
-        self._ledger_before = list(self.ledger)  # (restore() deletes earlier lines: a rollback puts them back)
+        self._ledger_before = dict(self._entries)  # (restore() deletes earlier lines: a rollback puts them back)
+        self._step_first_entry = self._next_entry
         self._rewrites_before = []
         if self.seams.store is not None:
             self.seams.store.begin_step()  # its summary-cache writes land with the step or not at all
@@ -215,18 +237,17 @@ class Workspace:
     def rollback(self) -> None:
         """Undo the current step: a strategy that failed leaves the messages as they were."""
         self.step_open = False
-        kept = {id(e) for e in self._ledger_before}
-        undone = {id(e) for e in self.ledger if id(e) not in kept}
-        self.ledger[:] = self._ledger_before
-        for key, entries in reversed(self._rewrites_before):  # (the first pop of a key is what it held)
-            self._rewrites[key] = entries
-        for entries in self._rewrites.values():
-            entries[:] = [e for e in entries if id(e) not in undone]
+        self._entries = self._ledger_before
+        for key, numbers in reversed(self._rewrites_before):  # (the first pop of a key is what it held)
+            self._rewrites[key] = numbers
+        first = self._step_first_entry  # (the entries this step wrote are undone)
+        for numbers in self._rewrites.values():
+            numbers[:] = [n for n in numbers if n < first]
         self.own = self._own_snapshot
         self._rewritten_in_step = {}
         if self.seams.store is not None:
             self.seams.store.discard_step()
-        self._set_messages(self._snapshot)
+        self._set_messages(self._snapshot, self._slots_snapshot)
         self._outcome = StepOutcome()
         self._originals = {}
         self._inserted = {}
@@ -249,22 +270,33 @@ class Workspace:
             self.seams.store.offload(offload_items(list(self._originals.values()), self.source))
             outcome.offloaded = len(self._originals)
         if self.removed or self._inserted or self._reshaped:
-            survivors: list[Message] = []
-            for i, message in enumerate(self.messages):
-                survivors.extend(self._inserted.get(i, ()))
-                if i not in self.removed:
-                    survivors.append(message)
-            survivors.extend(self._inserted.get(len(self.messages), ()))
-            self._set_messages(survivors)
+            self._set_messages(*self._survivors())
         self.step_open = False  # (not before: a store refusing the offload above leaves it to roll back)
         return outcome
+
+    def _survivors(self) -> tuple[list[Message], list[int]]:
+        """The messages not removed, with those inserted before their positions, and their slots."""
+        survivors: list[Message] = []
+        slots: list[int] = []
+        for i, (message, slot) in enumerate(zip(self.messages, self.slots)):
+            for inserted, inserted_slot in self._inserted.get(i, ()):
+                survivors.append(inserted)
+                slots.append(inserted_slot)
+            if i not in self.removed:
+                survivors.append(message)
+                slots.append(slot)
+        for inserted, inserted_slot in self._inserted.get(len(self.messages), ()):
+            survivors.append(inserted)
+            slots.append(inserted_slot)
+        return survivors, slots
 
     def insert(self, position: int, message: Message, *, pin: bool = True) -> Message:
         """Add a message compact wrote (a placeholder, a summary) before ``position``; pinned from now on."""
         counted = self.counter.count_message(message)
+        slot = self._new_slot()
         if pin:
-            self.own.add(id(counted))
-        self._inserted.setdefault(position, []).append(counted)
+            self.own.add(slot)
+        self._inserted.setdefault(position, []).append((counted, slot))
         self.live_messages += 1
         self.live_tokens += counted.tokens
         self._outcome.added += 1
@@ -345,10 +377,13 @@ class Workspace:
         added = original.tokens - message.tokens
         if self.structure.counted[position]:
             self.live_tokens += added
-        popped = self._rewrites.pop(id(original), [])
-        self._rewrites_before.append((id(original), popped))
-        gone = {id(e) for e in popped if e["action"] == "rewritten"}
-        self.ledger[:] = [e for e in self.ledger if id(e) not in gone]
+        slot = self.slots[position]
+        popped = self._rewrites.pop(slot, [])
+        self._rewrites_before.append((slot, popped))
+        for number in popped:
+            if self._entries[number].action == "rewritten":
+                del self._entries[number]
+        self._rewritten_in_step.pop(position, None)  # (a rewrite after this one writes its own entry)
         self._outcome.tokens_saved -= added
         if data is None:
             self._outcome.rewritten += 1
@@ -362,25 +397,26 @@ class Workspace:
 
     def is_own(self, position: int) -> bool:
         """A message this run wrote (its summary or a trace)."""
-        return id(self.messages[position]) in self.own
+        return self.slots[position] in self.own
 
     def rewrite_own(self, position: int, data: dict[str, Any], reason: str) -> int:
-        """Rewrite a message this run wrote (a summary folding in more): it stays pinned."""
-        before = self.messages[position]
-        self.own.discard(id(before))
+        """Rewrite a summary folding in more (this run's, or an earlier run's it takes over): it is this
+        run's own, pinned, from now on."""
         saved = self._rewrite(position, data, reason)
-        self.own.add(id(self.messages[position]))
+        self.own.add(self.slots[position])
         self._reshaped = True  # the structure's pins follow the new message
         return saved
 
     def remove_own(self, position: int, reason: str) -> None:
         """Remove a message this run wrote (a placeholder folded into a newer one)."""
-        self.own.discard(id(self.messages[position]))
+        self.own.discard(self.slots[position])
         self._drop(position, reason)
         self._reshaped = True  # the structure's pins follow
 
     def rewrite_pinned(self, position: int, data: dict[str, Any], reason: str) -> int:
-        """Rewrite a pinned message: only the last resort of a budget its pins alone exceed."""
+        """Rewrite a pinned message: only the last resort of a budget its pins alone exceed. One this
+        run wrote is no longer its own once cut (as when own messages were told apart by identity)."""
+        self.own.discard(self.slots[position])
         return self._rewrite(position, data, reason)
 
     def rewrite(self, position: int, data: dict[str, Any], reason: str) -> int:
@@ -407,17 +443,18 @@ class Workspace:
         self._outcome.tokens_saved += saved
         earlier = self._rewritten_in_step.get(position)
         if earlier is not None:  # rewritten twice in one step: the entry keeps the first "before"
-            earlier.update(tokens_after=after.tokens, reason=reason)
+            self._entries[earlier] = replace(self._entries[earlier], tokens_after=after.tokens, reason=reason)
             self._outcome.rewritten -= 1
             return saved
-        self._record(before, "rewritten", after.tokens, reason)
-        self._rewritten_in_step[position] = self.ledger[-1]
-        self._rewrites.setdefault(id(before.extra[_INPUT_MESSAGE]), []).append(self.ledger[-1])
+        number = self._record(before, "rewritten", after.tokens, reason)
+        self._rewritten_in_step[position] = number
+        self._rewrites.setdefault(self.slots[position], []).append(number)
         return saved
 
-    def rewritten_by(self, original: Message) -> set[str]:
-        """The strategies whose rewrites of the input message ``original`` the ledger holds."""
-        return {e["strategy"] for e in self._rewrites.get(id(original), ()) if e["action"] == "rewritten"}
+    def rewritten_by(self, position: int) -> set[str]:
+        """The strategies whose rewrites of the message at ``position`` the ledger holds."""
+        entries = (self._entries[n] for n in self._rewrites.get(self.slots[position], ()))
+        return {e.strategy for e in entries if e.action == "rewritten"}
 
     def _drop(self, position: int, reason: str) -> None:
         message = self.messages[position]
@@ -428,24 +465,18 @@ class Workspace:
             self.live_tokens -= message.tokens
         self._outcome.removed += 1
         self._outcome.tokens_saved += message.tokens
-        entry = self._rewritten_in_step.pop(position, None)
-        if entry is not None:  # rewritten earlier in this step, now removed: one ledger line says so
-            entry.update(action="removed", tokens_after=0, reason=reason)
+        earlier = self._rewritten_in_step.pop(position, None)
+        if earlier is not None:  # rewritten earlier in this step, now removed: one ledger line says so
+            self._entries[earlier] = replace(self._entries[earlier], action="removed", tokens_after=0, reason=reason)
             self._outcome.rewritten -= 1
             return
         self._record(message, "removed", 0, reason)
 
-    def _record(self, message: Message, action: str, tokens_after: int, reason: str) -> None:
-        entry = {
-                "line": message.line,
-                "role": message.role,
-                "strategy": self.strategy,
-                "pass": self.pass_number,
-                "action": action,
-                "tokens_before": message.tokens,
-                "tokens_after": tokens_after,
-                "reason": reason,
-            }
-        if self.seams.store is not None:
-            entry["handle"] = content_handle(message.data)
-        self.ledger.append(entry)
+    def _record(self, message: Message, action: LedgerAction, tokens_after: int, reason: str) -> int:
+        """Write the ledger's entry for ``message``; returns its number."""
+        handle = content_handle(message.data) if self.seams.store is not None else None
+        number = self._next_entry
+        self._next_entry += 1
+        self._entries[number] = LedgerEntry(message.line, message.role, self.strategy, self.pass_number, action,
+                                            message.tokens, tokens_after, reason, handle)
+        return number

@@ -34,7 +34,7 @@ from core.messages import (
     written_by_compact,
 )
 from core.strategies.base import Param, StrategyInfo
-from core.summarizers.base import SummaryRequest
+from core.summarizers.base import Summarizer, SummaryRequest
 from core.summarizers.extractive import OMITTED
 from core.summarizers.facts import MAX_FACTS, extract_facts, missing_facts
 from core.summarizers.summary_files import (
@@ -210,7 +210,7 @@ def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_
 
 
 def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: float) -> str:
-    summarizer = workspace.seams.summarizer
+    summarizer = workspace.seams.needed_summarizer()
     budget = workspace.budget
     by_turns = turns is not None or workspace.full or budget.token_limit is None
     kept: set[int] = set()
@@ -277,7 +277,7 @@ class Composed:
     previous_at: int | None  # the earlier summary it folds in
 
 
-def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: int, digest: float,
+def _compose(workspace: Workspace, summarizer: Summarizer, removable: list[int], room: int, digest: float,
              memo: _Memo) -> Composed:
     """The summary message of ``removable`` within ``room`` tokens, and what the step reports of it."""
     span = [original_data(workspace.messages[p]) for p in removable]
@@ -338,7 +338,7 @@ def _compose(workspace: Workspace, summarizer: Any, removable: list[int], room: 
     return Composed(summary, tokens, request, by, list(notes), lost, previous_at)
 
 
-def _summary_text(workspace: Workspace, summarizer: Any, request: SummaryRequest) -> tuple[str, str, Sequence[str]]:
+def _summary_text(workspace: Workspace, summarizer: Summarizer, request: SummaryRequest) -> tuple[str, str, Sequence[str]]:
     """The summarizer's text for ``request``, who wrote it and its notes: from the store's summary
     cache when it holds the span's, else from the summarizer (and then cached)."""
     store = workspace.seams.store
@@ -356,7 +356,7 @@ def _summary_text(workspace: Workspace, summarizer: Any, request: SummaryRequest
     return text, result.by, result.notes
 
 
-def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int], room: int, memo: _Memo, *,
+def _summarize_span(workspace: Workspace, summarizer: Summarizer, removable: list[int], room: int, memo: _Memo, *,
                     fit_budget: bool, keep: set[int] | frozenset[int] = frozenset()) -> str:
     """Replace ``removable`` with its summary; ``fit_budget``: the span may move to land just under the
     budget (never over ``keep``)."""
@@ -367,13 +367,13 @@ def _summarize_span(workspace: Workspace, summarizer: Any, removable: list[int],
         room += sum(workspace.messages[p].tokens for p in outputs if workspace.structure.counted[p])
         removable = sorted({*removable, *outputs})
         composed = _compose(workspace, summarizer, removable, room, digest, memo)
-    if composed.tokens > room and summarizer.name == "extractive":
+    if composed.tokens > room and summarizer.fits_its_room:
         # The file lists and kept identifiers came on top: ask for a digest that leaves them room.
         smaller = max(MIN_SUMMARY_TOKENS, room - (composed.tokens - room) - 8)
         composed = _compose(workspace, summarizer, removable, smaller, digest, memo)
     budget = workspace.budget
-    # (Extractive only: asking a model again would cost a second call.)
-    refit = fit_budget and summarizer.name == "extractive" and bool(budget.limit)
+    # (Only when asking again is free: asking a model again would cost a second call.)
+    refit = fit_budget and summarizer.fits_its_room and bool(budget.limit)
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
         shorter = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
@@ -460,7 +460,7 @@ def _folded_tokens(workspace: Workspace, previous_at: int | None) -> int:
     return workspace.messages[previous_at].tokens if previous_at is not None and _folds(workspace, previous_at) else 0
 
 
-def _top_up(workspace: Workspace, summarizer: Any, removable: list[int], digest: float,
+def _top_up(workspace: Workspace, summarizer: Summarizer, removable: list[int], digest: float,
             span_tokens: int, composed: Composed, memo: _Memo) -> Composed | None:
     """When the run would still land under the fill share of the budget (fit.fills), a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""

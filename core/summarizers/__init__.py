@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
+from core.summarizers.base import Summarizer
 
 
-def make_summarizer(config: Any) -> Any:
+def make_summarizer(config: Any) -> Summarizer | None:
     """The summarizer a MemoryConfig asks for, or None."""
     # A prompt file that cannot be read is a mistake whichever summarizer runs today: said now, not
     # on the day the model summarizer is turned on.

@@ -37,7 +37,21 @@ class SummaryResult:
 
 
 class Summarizer(Protocol):
-    name: str
+    """What the summarize strategy asks of a summarizer.
+
+    ``name`` says who wrote a summary (``SummaryResult.by`` falls back to it for a cached one).
+    ``fits_its_room`` says whether the strategy may ask again to fit a summary to its room: True
+    when asking is free and the text follows ``max_tokens`` (the extractive digest: asked again for
+    a shorter one when the file lists and kept identifiers come on top, and the span refitted to
+    keep more of the newest messages when the digest came out smaller); False when each ask costs
+    a call (a model), where the first summary stands. (``--summarizer none`` runs no summarizer.)
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fits_its_room(self) -> bool: ...
 
     def identity(self) -> str:
         """What determines the output besides the request (model, prompt): part of the cache key."""

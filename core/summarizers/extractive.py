@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from core.counting.counter import MessageCounter
 from core.engine.file_calls import (
@@ -387,6 +387,7 @@ class _SpanReader:
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     name: str = "extractive"
+    fits_its_room: ClassVar[bool] = True  # (asking again is free: the strategy fits the digest to its room)
     # Each assistant message's lines, by id, for the span read last: a run composes one span's
     # summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
     _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)

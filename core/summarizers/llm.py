@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from core.counting.counter import MessageCounter
 from core.summarizers.base import SummaryRequest, SummaryResult, preserved_kinds
@@ -30,6 +31,7 @@ class LLMSummarizer:
     quality_retry: bool = True
     require_preserved_kinds: Sequence[str] = ("decision", "rationale")
     name: str = field(default="openai")
+    fits_its_room: ClassVar[bool] = False  # (asking again would cost a second call: the first summary stands)
 
     def identity(self) -> str:
         # Everything that shapes the reply: a changed setting must not be answered from the cache.
