@@ -1110,12 +1110,16 @@ def test_a_quoted_output_line_the_call_line_already_says_is_not_repeated(realdat
 def test_a_reply_to_the_assistants_question_is_an_answer_not_a_request(realdata: Path) -> None:
     """ "user asked (turn 3): Sure, it's sofia_kim_7287." answered "Could you please provide your user ID?"."""
     session = realdata / "openai-chat" / "tau-bench-airline-task3.jsonl"
-    run = invoke(str(session), "--max-tokens", "2000", "--to", "openai", "-q")
-    summary = next(json.loads(line)["content"] for line in run.stdout.splitlines()
-                   if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
-    assert "- user answered (turn 3): Sure, it's sofia_kim_7287." in summary
-    assert "- user answered (turn 10): Yes, please use the credit card ending in 9725 for the upgrade." in summary
-    assert "- user asked (turn 8): Could you upgrade me to business class for that segment, please?" in summary
+    def summary(budget: int) -> str:
+        run = invoke(str(session), "--max-tokens", str(budget), "--to", "openai", "-q")
+        return next(json.loads(line)["content"] for line in run.stdout.splitlines()
+                    if str(json.loads(line).get("content", "")).startswith("CUCA summary:"))
+
+    assert "- user answered (turn 3): Sure, it's sofia_kim_7287." in summary(2500)
+    small = summary(2000)
+    assert "- user answered (turn 10): Yes, please use the credit card ending in 9725 for the upgrade." in small
+    assert "- user asked (turn 8): Could you upgrade me to business class for that segment, please?" in small
+    assert "- user asked (turn 3)" not in small
 
 
 def test_the_turn_of_each_request_is_its_own_across_a_request_the_span_goes_around(tmp_path: Path) -> None:
@@ -1186,3 +1190,36 @@ def test_an_earlier_summary_too_long_to_carry_loses_its_analysis_first() -> None
     assert "LanePositionStart" in text and "maxSessionLanes" in text and "Add `renderSessionLanes`" in text, text
     assert "helper_1`" not in text and "helper_59" not in text, text
     assert re.search(r"\[… compact: the earlier summary's analysis, [\d,]+ tokens, left out …\]", text), text
+
+
+def test_an_error_a_later_call_got_past_is_history_and_the_call_that_did_is_kept() -> None:
+    """tau-bench: update_reservation_flights failed three times (gift card balance, certificate),
+    then went through on the credit card. The summary kept the three errors verbatim and dropped
+    the success: a model reading it would take the reservation for unchanged and try again. An
+    error the same call got past later is no fact to keep verbatim, and the call that got past it
+    ranks with the errors."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.facts import extract_facts
+
+    def update(call_id: str, payment: str) -> dict[str, Any]:
+        return assistant_calls(call(call_id, "update_reservation_flights", reservation_id="OBUT9V", cabin="business",
+                                    payment_id=payment))
+
+    turns = [msg("user", "Upgrade OBUT9V to business, with the gift card."),
+             update("u1", "gift_card_6276644"), result("u1", "Error: gift card balance is not enough"),
+             msg("user", "Then use the certificate."),
+             update("u2", "certificate_8544743"), result("u2", "Error: certificate cannot be used to update reservation"),
+             msg("user", "Use the credit card ending in 9725."),
+             update("u3", "credit_card_9879898"),
+             result("u3", json.dumps({"reservation_id": "OBUT9V", "cabin": "business", "payment_history": [
+                 {"payment_id": "credit_card_9879898", "amount": 1227}]})),
+             assistant_calls(call("s1", "search_direct_flight", origin="DEN", destination="IAH", date="2024-05-28")),
+             result("s1", "Error: no flights found"),
+             msg("user", "Thanks!")]
+    facts = extract_facts(turns)
+    assert "Error: gift card balance is not enough" not in facts and \
+        "Error: certificate cannot be used to update reservation" not in facts, facts
+    assert "Error: no flights found" in facts  # nothing got past that one
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(turns), 1, 4, max_tokens=300), counter).text
+    assert "- update_reservation_flights(OBUT9V) → went through" in text, text

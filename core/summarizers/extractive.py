@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.counting.counter import MessageCounter
-from core.engine.file_calls import (
-    classify,
-)
+from core.engine.file_calls import SHELL_TOOLS, classify, quotes_files
 from core.messages import (
     HARNESS_PREFIXES,
     Pairing,
@@ -46,11 +44,9 @@ from core.summarizers.call_lines import (
     result_line,
 )
 from core.summarizers.carry import carry
-from core.summarizers.facts import (
-    first_error_line,
-    tool_output,
-)
+from core.summarizers.facts import first_error_line, opening_error_line, tool_output
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
+from core.summarizers.retries import got_past_an_error
 from core.summarizers.salience import QUOTED_AT, Mentions, quoted_output
 from core.summarizers.statements import (
     FACT_CHARS,
@@ -128,6 +124,19 @@ def _newest_results(messages: Sequence[Mapping[str, Any]], pairing: Pairing,
     return {owner: (answers, frozenset(failed_ids.get(owner, ()))) for owner, answers in texts.items()}
 
 
+def _calls_read(messages: Sequence[Mapping[str, Any]], results: Mapping[int, _Answers]) -> Iterator[
+        tuple[tuple[int, str], Mapping[str, Any], bool]]:
+    """The calls whose results were read, oldest first, by (position, id), and whether each failed."""
+    for owner in sorted(results):
+        answers, failed = results[owner]
+        for call in tool_calls(messages[owner]):
+            call_id = str(call.get("id"))
+            if call_id in answers:
+                text = answers[call_id]
+                error = opening_error_line(text) if quotes_files(call) else first_error_line(text)
+                yield (owner, call_id), call, call_id in failed or error is not None
+
+
 def _statements(message: Mapping[str, Any], add: Callable[[int, str], None]) -> str:
     """What the assistant said (or thought: its reasoning, told apart) that stands on its own: its
     decision, its first remark that says something, and its facts, FACTS_PER_MESSAGE in all, what it
@@ -158,8 +167,10 @@ def _statements(message: Mapping[str, Any], add: Callable[[int, str], None]) -> 
 
 
 def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
-                     add: Callable[[int, str], None], kinds: set[str], failed: frozenset[str]) -> None:
-    """What the assistant said, thought and decided, and a line for each of its tool calls."""
+                     add: Callable[[int, str], None], kinds: set[str], failed: frozenset[str],
+                     got_past: set[str]) -> None:
+    """What the assistant said, thought and decided, and a line for each of its tool calls (the call
+    that got past an error ranks with the errors, or with the findings for a service's call)."""
     text = _statements(message, add)
     if text.strip():
         kinds.add("decision")
@@ -173,9 +184,13 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
         line = result_line(call, found, result, str(call.get("id")) in failed)
         kinds.add("technical_detail")
         if line is not None:
-            add(*line)
             if line[0] == ERROR:
                 kinds.add("error")
+            if str(call.get("id")) in got_past:  # (a lookup's line may say no more than what it called)
+                # A service's call that went through changed what the next turns rely on (a booking).
+                rank = ERROR if found is not None or call_name(call) in SHELL_TOOLS else FACT
+                line = min(line[0], rank), line[1] if " → " in line[1] or ": " in line[1] else f"{line[1]} → went through"
+            add(*line)
         if found is not None and found[0] == "write":
             continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
         for fact in value_statements(result, 2, from_tool=True):
@@ -183,18 +198,19 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
 
 
 # What an assistant message gave: the message, which of its calls' results were read, its lines and kinds.
-_Given = tuple[Mapping[str, Any], tuple[bool, ...], list[tuple[int, str]], frozenset[str]]
+_Given = tuple[Mapping[str, Any], tuple[tuple[bool, bool], ...], list[tuple[int, str]], frozenset[str]]
 
 
-def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str], read: tuple[bool, ...],
-                    failed: frozenset[str]) -> _Given:
+def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str],
+                    read: tuple[tuple[bool, bool], ...], failed: frozenset[str]) -> _Given:
     lines: list[tuple[int, str]] = []
     found: set[str] = set()
 
     def collect(priority: int, line: str) -> None:
         lines.append((priority, line))
 
-    _assistant_lines(message, results, collect, found, failed)
+    got_past = {str(call.get("id")) for call, (_, past) in zip(tool_calls(message), read, strict=True) if past}
+    _assistant_lines(message, results, collect, found, failed, got_past)
     return message, read, lines, frozenset(found)
 
 
@@ -236,6 +252,7 @@ class _SpanReader:
         self._rewritten: set[str] = set()  # the files the messages read so far (the newer) wrote whole
         pairing = pair_calls(messages)
         self.results = _newest_results(messages, pairing, failed)
+        self.got_past = got_past_an_error(_calls_read(messages, self.results))
         self.earlier = dict(given) if given is not None else {}
         if given is not None:
             given.clear()
@@ -309,7 +326,8 @@ class _SpanReader:
         for position in reversed(self.assistants[first:self.unread]):
             message = self.messages[position]
             answers, failed = self.results.get(position, _NO_ANSWERS)
-            read = tuple(str(call.get("id")) in answers for call in tool_calls(message))
+            read = tuple((str(call.get("id")) in answers, (position, str(call.get("id"))) in self.got_past)
+                         for call in tool_calls(message))
             known = self.earlier.get(id(message))
             if known is None or known[0] is not message or known[1] != read:
                 known = _read_assistant(message, answers, read, failed)
@@ -394,7 +412,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/14"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/15"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,

@@ -14,6 +14,7 @@ import orjson
 
 from core.engine.file_calls import quotes_files
 from core.messages import call_arguments, content_text, result_ids, tool_calls
+from core.summarizers.retries import call_key
 
 MAX_FACTS = 40
 MAX_FACT_CHARS = 160
@@ -124,6 +125,9 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     quoting: set[str] = set()  # the calls whose output is files' text: an error inside is the files'
     errors: set[str] = set()
     erring: set[str] = set()  # the ids of the results whose error is kept
+    kept_error: dict[str, tuple[Any, ...]] = {}  # a result id: the error kept for it
+    went_through: set[str] = set()  # the ids of the results without an error
+    got_past: set[tuple[str, str]] = set()  # the kinds of call a newer call of went through (retries.py)
     for message in reversed(messages):
         if len(found) >= MAX_FACTS:
             break
@@ -131,8 +135,13 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         text = content_text(message)
         for call in tool_calls(message):
             found.update(dict.fromkeys(_paths(call)))
-            if str(call.get("id")) in erring and quotes_files(call):  # (asked only of calls whose output erred)
-                quoting.add(str(call.get("id")))
+            call_id = str(call.get("id"))
+            if call_id in erring and quotes_files(call):  # (asked only of calls whose output erred)
+                quoting.add(call_id)
+            if call_id in kept_error and call_key(call) in got_past:
+                found.pop(kept_error.pop(call_id), None)  # history: a newer call of its kind went through
+            elif call_id in went_through:
+                got_past.add(call_key(call))
         if role in ("user", "assistant", "system"):
             found.update(dict.fromkeys(url.rstrip(".,;:") for url in _URL.findall(text)))
             found.update(dict.fromkeys(_HANDLE.findall(text)))
@@ -141,10 +150,14 @@ def extract_facts(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             found.update(dict.fromkeys(labelled_numbers(text)))
         if role == "tool":
             error = first_error_line(text)
+            ids = tuple(result_ids(message))
             if error and error not in errors:
                 errors.add(error)
-                found[(ids := tuple(result_ids(message)), error, text)] = None
+                found[(ids, error, text)] = None
                 erring.update(ids)
+                kept_error.update(dict.fromkeys(ids, (ids, error, text)))
+            elif not error:
+                went_through.update(ids)
     facts = (_call_error(key, quoting) if isinstance(key, tuple) else key for key in reversed(found))
     return list(dict.fromkeys(fact for fact in facts if fact))[-MAX_FACTS:]
 
