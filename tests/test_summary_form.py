@@ -244,9 +244,12 @@ def test_a_read_of_a_file_the_span_later_wrote_whole_does_not_describe_it() -> N
             result("w1", "File created successfully at: src/lib.rs"),
             assistant_calls(call("r2", "Read", file_path="src/main.rs")),
             result("r2", "fn main() {\n    println!(\"Hello, world!\");\n}\n"),
-            msg("user", "Now add the tokenizer.")]
+            msg("user", "Now add the tokenizer."),
+            msg("assistant", "The template's `assert_eq!(add(2, 2), 4)` check went with it."),
+            msg("assistant", "Nothing calls `add` or `assert_eq!(add(2, 2), 4)` any more.")]
     counter = MessageCounter(shared_counter()[0])
     text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 2, max_tokens=600), counter).text
     assert "- changed src/lib.rs: defines Parser, parse" in text, text
     assert "it_works" not in text and "defines add" not in text, text
+    assert "Read(src/lib.rs) output" not in text, text  # nor a line quoted from what was replaced
     assert "- read src/main.rs (3 lines): defines main" in text, text

@@ -361,11 +361,15 @@ class _SpanReader:
     def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None],
                        said: str) -> None:
         """The lines of the message's results the rest of the span went back to, with their source,
-        but for those its own lines already say (`ran cargo init → note: …` quoted again)."""
+        but for those its own lines already say (`ran cargo init → note: …` quoted again) and those
+        of a file a newer message wrote whole again."""
         answers = self.results.get(position, _NO_ANSWERS)[0]
         for call in tool_calls(message):
             output = answers.get(str(call.get("id")))
             if not output or self.quoted >= QUOTED_RESULTS:
+                continue
+            found = classify(call)
+            if found is not None and found[0] == "read" and found[1] in self._rewritten:
                 continue
             self.quoted += 1  # newest first: the summary keeps the newer quotes when room is short anyway
             for line in quoted_output(call, output, self.mentions, position):
@@ -412,7 +416,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/15"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/16"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
