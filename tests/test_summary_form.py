@@ -253,3 +253,24 @@ def test_a_read_of_a_file_the_span_later_wrote_whole_does_not_describe_it() -> N
     assert "it_works" not in text and "defines add" not in text, text
     assert "Read(src/lib.rs) output" not in text, text  # nor a line quoted from what was replaced
     assert "- read src/main.rs (3 lines): defines main" in text, text
+
+
+def test_a_terminal_paste_is_what_the_user_showed_not_a_request() -> None:
+    """ "user asked (turn 10): (llm) jim@DESKTOP-8QDMK8N:/mnt/c/python/cctrace_test$ claude -c No
+    conversation found to continue" was the user pasting what their terminal printed: the summary
+    says they showed it."""
+    from core.counting.counter import MessageCounter
+    from core.summarizers.base import SummaryRequest
+    from core.summarizers.extractive import ExtractiveSummarizer
+    from tests.helpers import msg, shared_counter
+
+    paste = ("(llm) jim@DESKTOP-8QDMK8N:/mnt/c/python/cctrace_test$ claude --dangerously-skip-permissions -c\n"
+             "No conversation found to continue")
+    span = [msg("user", "Make claude -c find the moved session."), msg("assistant", "Renamed the project folder."),
+            msg("user", paste), msg("assistant", "The folder name must use hyphens."),
+            msg("user", "$ pytest -q\n3 failed, 10 passed")]
+    counter = MessageCounter(shared_counter()[0])
+    text = ExtractiveSummarizer().summarize(SummaryRequest(tuple(span), 1, 3, max_tokens=600), counter).text
+    assert "- user asked (turn 1): Make claude -c find the moved session." in text, text
+    assert "- user pasted (turn 2): (llm) jim@DESKTOP-8QDMK8N:/mnt/c/python/cctrace_test$ claude" in text, text
+    assert "- user pasted (turn 3): $ pytest -q 3 failed, 10 passed" in text, text

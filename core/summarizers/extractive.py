@@ -85,7 +85,10 @@ RECENT_REQUESTS = 5
 REQUEST_SHARE = 0.6
 _ASKED = "- user asked ("
 _ANSWERED = "- user answered ("  # what the assistant had just asked: "Sure, it's sofia_kim_7287."
-_SAID = (_ASKED, _ANSWERED)
+_PASTED = "- user pasted ("  # what their terminal printed: "jim@host:~/app$ claude -c No conversation found"
+_SAID = (_ASKED, _ANSWERED, _PASTED)
+# A shell prompt opening the text: "(venv) jim@host:/mnt/c/app$ ", "$ ".
+_PROMPT = re.compile(r"^(?:\([\w.-]+\)\s+)?(?:[\w.-]+@[\w.-]+:[^\s$#]*\s?[$#]|\$)\s+\S")
 ANSWER_CHARS = 120  # a reply longer than this says more than an answer
 
 
@@ -283,7 +286,8 @@ class _SpanReader:
                 if position == 0 and first_turn == 1:  # the span opens the conversation: its task
                     topic = one_line(text, TOPIC_CHARS)
                 asked = one_line(text, ASK_CHARS)
-                said = _ANSWERED if _answers(messages, position, text.strip()) else _ASKED
+                said = _PASTED if _PROMPT.match(text.lstrip()) else \
+                    _ANSWERED if _answers(messages, position, text.strip()) else _ASKED
                 add(self._request_priority(text, position, requests), f"{said}turn {turn}): {asked}")
                 # The statements the request line leaves out, whole (not from its 400th character on).
                 shown = asked.removesuffix("…")
@@ -416,7 +420,7 @@ class ExtractiveSummarizer:
     _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/16"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/17"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
