@@ -203,6 +203,29 @@ def test_a_cut_through_code_names_what_the_cut_part_defined() -> None:
     assert all(f"def {name}(" not in clamped.replace(marker, "") for name in cut_names)  # all from the cut part
 
 
+def test_a_long_cut_keeps_the_lines_of_its_middle_that_name_the_most() -> None:
+    """A 15k-character plan written whole, cut to fit: its head and tail were kept and its middle,
+    where the files to change were listed, lost (`git add cmd/entire/cli/state.go …`, the paths the
+    agent went on to edit). The lines of the cut part naming the most are kept between its markers,
+    in their order, and the cut stays within its room."""
+    from tests.helpers import shared_counter
+
+    prose = [f"Step {i}: keep the behaviour as it is and check it by hand before moving on." for i in range(80)]
+    prose[30] = "git add cmd/entire/cli/state.go cmd/entire/cli/state_test.go cmd/entire/cli/hooks.go"
+    prose[50] = "\tnewFiles, err := ComputeNewFiles(preState, worktree.Status())"
+    plan = "\n".join(prose)
+    messages = [msg("system", "s"), msg("user", "Write the plan"),
+                assistant_calls(call("w1", "write_file", path="docs/plan.md", content=plan)),
+                result("w1", "ok"), msg("user", "next")]
+    out = run_core(messages, mode="full", strategies=["clamp_oversized_messages:max_part_tokens=400"])
+    clamped = json.loads(out.messages[2].data["tool_calls"][0]["function"]["arguments"])["content"]
+    counter, _ = shared_counter()
+    assert counter.count_batch([clamped])[0] <= 400
+    assert clamped.startswith("Step 0:") and clamped.endswith("Step 79: keep the behaviour as it is and check it by hand before moving on.")
+    kept = clamped.split("the lines naming the most: …]\n")[1].split("\n[… compact: end of the lines kept from the cut …]")[0]
+    assert kept.splitlines() == [prose[30], prose[50]]
+
+
 def test_clamp_never_touches_pinned_messages() -> None:
     long_text = " ".join(f"word{i}" for i in range(3000))
     messages = [msg("system", long_text), msg("user", long_text)]

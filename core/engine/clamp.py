@@ -15,24 +15,44 @@ from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
 from core.messages import Message
 from core.summarizers.facts import headings, outline
+from core.summarizers.salience import names_in
 
 MIN_PART_TOKENS = 64
+# A cut through this many lines or more keeps those of its lines that name the most (paths, dotted
+# and CamelCase names: what an agent goes back to), in this share of the room, at most so many.
+EXCERPT_MIN_LINES = 20
+EXCERPT_SHARE = 0.15
+EXCERPT_LINES = 12
+EXCERPT_LINE_CHARS = (8, 200)
+EXCERPT_SCAN_CHARS = 64_000
 # The names a cut defined: read from its first CUT_SCAN_CHARS characters, at most CUT_SCAN_NAMES of them.
 CUT_SCAN_CHARS = 16_000
 CUT_SCAN_NAMES = 64
 
 
 def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | None:
-    """``text`` cut to at most ``max_tokens`` tokens (head, marker, tail), or None if it fits."""
+    """``text`` cut to at most ``max_tokens`` tokens (head, marker, tail), or None if it fits. A long
+    cut through many lines keeps, between its markers, the lines of the cut part naming the most."""
     total = counter.count_text(text)
     if total <= max_tokens:
         return None
+    if text.count("\n", 0, EXCERPT_SCAN_CHARS) >= EXCERPT_MIN_LINES:
+        excerpted = _cut(text, total, max_tokens, counter, int(max_tokens * EXCERPT_SHARE))
+        if excerpted is not None:
+            return excerpted
+    return _cut(text, total, max_tokens, counter, 0)
+
+
+def _cut(text: str, total: int, max_tokens: int, counter: MessageCounter, excerpt_room: int) -> str | None:
+    """Head, marker, tail; with ``excerpt_room``, the cut part's lines naming the most in that many
+    tokens between the marker and a closing one (None when it finds none)."""
     encoder = counter.counter
-    keep = max_tokens - counter.count_text(placeholders.cut(total))
+    keep = max_tokens - counter.count_text(placeholders.cut(total)) - excerpt_room
     heuristic = isinstance(encoder, HeuristicCounter)
     tokens = [] if heuristic else encoder.encode(text)
     names: list[str] | None = None
     sections: list[str] = []
+    excerpt, excerpt_tokens = "", 0
     while keep > 0:
         head_n = (keep + 1) // 2
         tail_n = keep - head_n
@@ -49,13 +69,35 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
             names = outline(cut_part, CUT_SCAN_NAMES)
             # A cut through a document (a plan) says which of its sections went.
             sections = headings(cut_part, CUT_SCAN_NAMES) if len(names) < 2 and "\n## " in cut_part else []
-        clamped = head + placeholders.cut(total - kept, names, sections) + tail
+            if excerpt_room:
+                excerpt, excerpt_tokens = _named_lines(text[len(head) : len(text) - len(tail)], excerpt_room, counter)
+                if not excerpt:
+                    return None
+        clamped = head + placeholders.cut(total - kept - excerpt_tokens, names, sections, excerpt) + tail
         # The names, and re-encoding across the joins, can take the text over: shrink until it fits.
         over = counter.count_text(clamped) - max_tokens
         if over <= 0:
             return clamped
         keep -= max(2, keep // 1000, over)  # (a long text: a thousandth at a time, not a fiftieth)
     return None  # the limit is below the marker's own size: leave the text as it is
+
+
+def _named_lines(part: str, room: int, counter: MessageCounter) -> tuple[str, int]:
+    """The lines of ``part`` naming the most (a path, a dotted or CamelCase name: salience.py), two
+    names at least, in their order, within ``room`` tokens (at most EXCERPT_LINES); and their tokens."""
+    lines = part[:EXCERPT_SCAN_CHARS].splitlines()[1:-1]  # (the first and last are the cut's own ends)
+    ranked = sorted(((len(names_in(line)), -index) for index, line in enumerate(lines)
+                     if EXCERPT_LINE_CHARS[0] <= len(line.strip()) <= EXCERPT_LINE_CHARS[1]), reverse=True)
+    chosen: list[int] = []
+    used = 0
+    for named, index in ranked:
+        if named < 2 or len(chosen) >= EXCERPT_LINES:
+            break
+        cost = counter.count_text(lines[-index]) + 1
+        if used + cost <= room:
+            chosen.append(-index)
+            used += cost
+    return "\n".join(lines[i] for i in sorted(chosen)), used
 
 
 def _decode(encoder: Any, tokens: list[int], *, trim_end: bool) -> str:

@@ -46,16 +46,24 @@ def superseded(tool_name: str, path: str, line: int | None) -> str:
 CUT_NAMES = 8  # a cut through code names at most this many of the definitions it took (and counts the rest)
 
 
-def cut(tokens: int, names: Sequence[str] = (), sections: Sequence[str] = ()) -> str:
+EXCERPT_END = "\n[… compact: end of the lines kept from the cut …]\n"
+
+
+def cut(tokens: int, names: Sequence[str] = (), sections: Sequence[str] = (), excerpt: str = "") -> str:
     """The marker where a text's middle was cut; with ``names``, what the cut part defined; with
-    ``sections`` (a document's), the headings it held."""
+    ``sections`` (a document's), the headings it held; with ``excerpt``, the lines of the cut part
+    kept (those naming the most), between it and a closing marker."""
     if len(names) >= 2:
         more = f" and {len(names) - CUT_NAMES} more" if len(names) > CUT_NAMES else ""
-        return f"\n[… compact: {tokens:,} tokens cut, defining {', '.join(names[:CUT_NAMES])}{more} …]\n"
-    if sections:
+        said = f", defining {', '.join(names[:CUT_NAMES])}{more}"
+    elif sections:
         more = f" and {len(sections) - CUT_NAMES} more" if len(sections) > CUT_NAMES else ""
-        return f"\n[… compact: {tokens:,} tokens cut, sections {'; '.join(sections[:CUT_NAMES])}{more} …]\n"
-    return f"\n[… compact: {tokens:,} tokens cut …]\n"
+        said = f", sections {'; '.join(sections[:CUT_NAMES])}{more}"
+    else:
+        said = ""
+    if excerpt:
+        return f"\n[… compact: {tokens:,} tokens cut{said}; of them, the lines naming the most: …]\n{excerpt}{EXCERPT_END}"
+    return f"\n[… compact: {tokens:,} tokens cut{said} …]\n"
 
 
 def with_content(message: Message, text: str) -> dict[str, object]:
