@@ -21,6 +21,7 @@ MIN_PART_TOKENS = 64
 # A cut through this many lines or more keeps those of its lines that name the most (paths, dotted
 # and CamelCase names: what an agent goes back to), in this share of the room, at most so many.
 EXCERPT_MIN_LINES = 20
+EXCERPT_MIN_TOKENS = 300  # (in less room, the head and tail are what is left of a pinned request)
 EXCERPT_SHARE = 0.15
 EXCERPT_LINES = 12
 EXCERPT_LINE_CHARS = (8, 200)
@@ -36,7 +37,7 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     total = counter.count_text(text)
     if total <= max_tokens:
         return None
-    if text.count("\n", 0, EXCERPT_SCAN_CHARS) >= EXCERPT_MIN_LINES:
+    if max_tokens >= EXCERPT_MIN_TOKENS and text.count("\n", 0, EXCERPT_SCAN_CHARS) >= EXCERPT_MIN_LINES:
         excerpted = _cut(text, total, max_tokens, counter, int(max_tokens * EXCERPT_SHARE))
         if excerpted is not None:
             return excerpted
