@@ -37,27 +37,29 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     total = counter.count_text(text)
     if total <= max_tokens:
         return None
+    encoder = counter.counter
+    tokens = [] if isinstance(encoder, HeuristicCounter) else encoder.encode(text)
     if max_tokens >= EXCERPT_MIN_TOKENS and text.count("\n", 0, EXCERPT_SCAN_CHARS) >= EXCERPT_MIN_LINES:
-        excerpted = _cut(text, total, max_tokens, counter, int(max_tokens * EXCERPT_SHARE))
+        excerpted = _cut(text, tokens, total, max_tokens, counter, int(max_tokens * EXCERPT_SHARE))
         if excerpted is not None:
             return excerpted
-    return _cut(text, total, max_tokens, counter, 0)
+    return _cut(text, tokens, total, max_tokens, counter, 0)
 
 
-def _cut(text: str, total: int, max_tokens: int, counter: MessageCounter, excerpt_room: int) -> str | None:
-    """Head, marker, tail; with ``excerpt_room``, the cut part's lines naming the most in that many
-    tokens between the marker and a closing one (None when it finds none)."""
+def _cut(text: str, tokens: list[int], total: int, max_tokens: int, counter: MessageCounter,
+         excerpt_room: int) -> str | None:
+    """Head, marker, tail (``tokens``: the text's, none for a heuristic counter); with
+    ``excerpt_room``, the cut part's lines naming the most in that many tokens between the marker
+    and a closing one (None when it finds none)."""
     encoder = counter.counter
     keep = max_tokens - counter.count_text(placeholders.cut(total)) - excerpt_room
-    heuristic = isinstance(encoder, HeuristicCounter)
-    tokens = [] if heuristic else encoder.encode(text)
     names: list[str] | None = None
     sections: list[str] = []
     excerpt, excerpt_tokens = "", 0
     while keep > 0:
         head_n = (keep + 1) // 2
         tail_n = keep - head_n
-        if isinstance(encoder, HeuristicCounter):  # (not `heuristic`: mypy narrows only an isinstance test)
+        if isinstance(encoder, HeuristicCounter):
             step = max(1, int(encoder.chars_per_token))
             head, tail = text[: head_n * step], text[len(text) - tail_n * step :] if tail_n else ""
         else:

@@ -18,7 +18,7 @@ from core.engine.file_calls import (
     shell_command,
 )
 from core.messages import call_arguments, call_name, one_line, string_values
-from core.summarizers.facts import contents, first_error_line, opening_error_line, record_gist
+from core.summarizers.facts import call_error, contents, record_gist
 from core.summarizers.statements import TOOL_SCAN_CHARS
 
 SAY_CHARS = 220
@@ -82,9 +82,8 @@ def result_line(call: Mapping[str, Any], found: FileCall | None, result: str,
     listing = result[:result.rfind("<system-reminder>")].rstrip("\n") if result.rstrip().endswith("</system-reminder>") else result
     lines = listing.count("\n") + (not listing.endswith("\n")) if listing else 0  # (not what the harness appended)
     result = result[:TOOL_SCAN_CHARS]  # what a tool returned can be huge: its head says enough here
-    # Files' text may quote errors: only a read or search whose output opens with one failed.
     quoting = quotes_files(call)
-    error = (opening_error_line(result) if quoting else first_error_line(result)) if result else None
+    error = call_error(call, result)
     if failed and not error:  # an error in words of its own ("no changes were necessary")
         error = next((ln.strip() for ln in result.splitlines() if ln.strip()), "") or "failed"
     if found is not None and found[0] == "read":

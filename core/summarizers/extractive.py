@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from core.counting.counter import MessageCounter
-from core.engine.file_calls import SHELL_TOOLS, classify, quotes_files
+from core.engine.file_calls import SHELL_TOOLS, classify
 from core.messages import (
     HARNESS_PREFIXES,
     Pairing,
@@ -44,7 +44,7 @@ from core.summarizers.call_lines import (
     result_line,
 )
 from core.summarizers.carry import carry
-from core.summarizers.facts import first_error_line, opening_error_line, tool_output
+from core.summarizers.facts import call_error, first_error_line, tool_output
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
 from core.summarizers.retries import got_past_an_error
 from core.summarizers.salience import QUOTED_AT, Mentions, quoted_output
@@ -135,9 +135,7 @@ def _calls_read(messages: Sequence[Mapping[str, Any]], results: Mapping[int, _An
         for call in tool_calls(messages[owner]):
             call_id = str(call.get("id"))
             if call_id in answers:
-                text = answers[call_id]
-                error = opening_error_line(text) if quotes_files(call) else first_error_line(text)
-                yield (owner, call_id), call, call_id in failed or error is not None
+                yield (owner, call_id), call, call_id in failed or call_error(call, answers[call_id]) is not None
 
 
 def _statements(message: Mapping[str, Any], add: Callable[[int, str], None]) -> str:
@@ -189,11 +187,13 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
         if line is not None:
             if line[0] == ERROR:
                 kinds.add("error")
-            if str(call.get("id")) in got_past:  # (a lookup's line may say no more than what it called)
+            priority, said = line
+            if str(call.get("id")) in got_past:
                 # A service's call that went through changed what the next turns rely on (a booking).
-                rank = ERROR if found is not None or call_name(call) in SHELL_TOOLS else FACT
-                line = min(line[0], rank), line[1] if " → " in line[1] or ": " in line[1] else f"{line[1]} → went through"
-            add(*line)
+                priority = min(priority, ERROR if found is not None or call_name(call) in SHELL_TOOLS else FACT)
+                if " → " not in said and ": " not in said:  # (a lookup's line may say only what it called)
+                    said += " → went through"
+            add(priority, said)
         if found is not None and found[0] == "write":
             continue  # "Edited X: replaced 2 lines with 3 lines." says no more than the change line
         for fact in value_statements(result, 2, from_tool=True):
@@ -340,15 +340,15 @@ class _SpanReader:
             add = self._adder(position)
             touched = touches(message, None)
             # What a read found that a newer message of the span wrote whole again is gone.
-            stale = tuple(f"- read {path}{end}" for is_read, path, _ in touched
-                          if is_read and path in self._rewritten for end in (" ", ":"))
+            stale = {path for is_read, path, _ in touched if is_read and path in self._rewritten}
+            starts = tuple(f"- read {path}{end}" for path in stale for end in (" ", ":"))
             for priority, line in known[2]:
-                if stale and priority == READ and line.startswith(stale):
+                if starts and priority == READ and line.startswith(starts):
                     continue
                 ranked = self._ranked(priority, line, position)
                 if ranked is not None:
                     add(ranked, line)
-            self._quote_results(message, position, add, " ".join(line for _, line in known[2]))
+            self._quote_results(message, position, add, " ".join(line for _, line in known[2]), stale)
             self.kinds |= known[3]
             self._rewritten.update(path for is_read, path, whole in touched if whole and not is_read)
         self.unread = first
@@ -363,17 +363,17 @@ class _SpanReader:
         return FACT if self.mentions.gone_back_to(added, position) else None
 
     def _quote_results(self, message: Mapping[str, Any], position: int, add: Callable[[int, str], None],
-                       said: str) -> None:
+                       said: str, stale: set[str]) -> None:
         """The lines of the message's results the rest of the span went back to, with their source,
         but for those its own lines already say (`ran cargo init → note: …` quoted again) and those
-        of a file a newer message wrote whole again."""
+        of the ``stale`` files' reads (a newer message wrote them whole again)."""
         answers = self.results.get(position, _NO_ANSWERS)[0]
         for call in tool_calls(message):
             output = answers.get(str(call.get("id")))
             if not output or self.quoted >= QUOTED_RESULTS:
                 continue
-            found = classify(call)
-            if found is not None and found[0] == "read" and found[1] in self._rewritten:
+            found = classify(call) if stale else None
+            if found is not None and found[0] == "read" and found[1] in stale:
                 continue
             self.quoted += 1  # newest first: the summary keeps the newer quotes when room is short anyway
             for line in quoted_output(call, output, self.mentions, position):

@@ -109,6 +109,14 @@ def opening_error_line(text: str) -> str | None:
     return first_error_line("\n".join(opening)) if opening else None
 
 
+def call_error(call: Mapping[str, Any], output: str) -> str | None:
+    """The error a call's output reports: of a read or a search, whose output is files' text, only
+    one it opens with."""
+    if not output:
+        return None
+    return opening_error_line(output) if quotes_files(call) else first_error_line(output)
+
+
 def _paths(call: Mapping[str, Any]) -> Iterable[str]:
     arguments = call_arguments(call)
     for key in PATH_KEYS:
@@ -302,10 +310,14 @@ def _ids_inside(value: Any) -> dict[str, None]:
                 found[item] = None
         elif isinstance(item, dict):
             found.update((k, None) for k in item if _is_id_key(k))
-            stack.extend(reversed([v for k, v in item.items() if not (isinstance(v, str) and _CATEGORY_KEY.search(k))]))
+            stack.extend(reversed([v for k, v in item.items() if not _is_category(k, v)]))
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return found
+
+
+def _is_category(key: str, value: Any) -> bool:
+    return isinstance(value, str) and bool(_CATEGORY_KEY.search(key))
 
 
 def _is_id_key(key: str) -> bool:
@@ -327,7 +339,7 @@ def record_ids(text: str, known: Iterable[str] = ()) -> tuple[list[tuple[str, li
     fields = list(value.items()) if isinstance(value, dict) else [("", value)] if isinstance(value, list) else []
     groups: dict[str, dict[str, None]] = {}
     for key, held in fields:
-        if isinstance(held, str) and _CATEGORY_KEY.search(key):
+        if _is_category(key, held):
             continue
         found = _ids_inside(held)
         if _is_id_key(key):
