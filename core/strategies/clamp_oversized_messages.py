@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from core.engine import fit
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message
 from core.engine.workspace import Workspace
@@ -23,21 +25,23 @@ def part_limit(workspace: Workspace, max_part_tokens: int | None) -> int:
 
 def apply(workspace: Workspace, *, max_part_tokens: int | None) -> str:
     limit = part_limit(workspace, max_part_tokens)
-    clamped_parts = 0
-    for position, message in enumerate(workspace.messages):
-        if not workspace.should_continue():
-            break
-        if workspace.pinned(position) or workspace.must_go(position) or message.tokens <= limit or not workspace.alive(position):
-            continue
-        # Cut only as much as the budget still needs: the rest of a long part is worth keeping.
-        part_room = max(limit, message.tokens - fit.still_needed(workspace)) if max_part_tokens is None else limit
-        data, cut = clamp_message(message.data, part_room, workspace.counter)
-        if data is not None:
-            if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-                continue  # nothing to gain (a limit near the marker's size)
-            workspace.rewrite(position, data, f"text over {part_room} tokens clamped to head and tail")
-            clamped_parts += cut
+    oversized = (fit.Proposal(p, _clamping(workspace, p, limit, max_part_tokens is None))
+                 for p, message in enumerate(workspace.messages) if message.tokens > limit)
+    clamped_parts = fit.take(workspace, oversized)
     return f"clamped {clamped_parts} text part(s) and argument(s) to {limit} tokens"
+
+
+def _clamping(workspace: Workspace, position: int, limit: int, as_needed: bool) -> Callable[[], fit.Rewrite | None]:
+    """The message at ``position`` with its long parts cut to ``limit`` tokens; ``as_needed``: only as
+    much as the budget still needs (the rest of a long part is worth keeping)."""
+    def make() -> fit.Rewrite | None:
+        message = workspace.messages[position]
+        part_room = max(limit, message.tokens - fit.still_needed(workspace)) if as_needed else limit
+        data, cut = clamp_message(message.data, part_room, workspace.counter)
+        if data is None or workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
+            return None  # nothing to gain (a limit near the marker's size)
+        return fit.Rewrite(data, f"text over {part_room} tokens clamped to head and tail", parts=cut)
+    return make
 
 
 STRATEGY = StrategyInfo(

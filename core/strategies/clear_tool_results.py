@@ -10,8 +10,9 @@ defines, so the model knows what it saw and can read it again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from core.engine import fit, placeholders
-from core.engine.clamp import MIN_PART_TOKENS, cut_to
 from core.engine.file_calls import quotes_files
 from core.engine.later_use import used_later
 from core.engine.workspace import Workspace
@@ -19,25 +20,8 @@ from core.messages import call_arguments, call_name, call_with_id, content_text,
 from core.strategies.base import Param, StrategyInfo
 
 
-def _cut_instead(workspace: Workspace, position: int) -> bool:
-    """When clearing this (large) result would overshoot the budget by far, cut its middle to fit."""
-    message = workspace.messages[position]
-    needed = fit.would_overshoot(workspace, message.tokens)
-    if not needed:
-        return False  # clearing it whole does not land the run far below the aim
-    room = message.tokens - needed - 16
-    if room < MIN_PART_TOKENS:
-        return False
-    data = cut_to(message, message.tokens - needed, workspace.counter)
-    if data is None:
-        return False
-    workspace.rewrite(position, data, "tool result cut in the middle: clearing it whole would overshoot the budget")
-    return True
-
-
 def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
     messages = workspace.messages
-    structure = workspace.structure
     results = [i for i, m in enumerate(messages) if m.role in ("tool", "function") and workspace.alive(i)]
     protected_from = workspace.recent_start(keep_recent)
     candidates = [
@@ -46,31 +30,31 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         and not placeholders.is_placeholder(messages[position])
     ]
     candidates, unused = _unused_first(workspace, candidates)
-    cleared = 0
-    for position in candidates:
-        if not workspace.should_continue():
-            break
-        message = messages[position]
+    cleared = fit.take(workspace, (fit.Proposal(p, _clearing(workspace, p), cut_if_overshoot=True) for p in candidates))
+    order = "oldest first, those the agent did not use later before the rest" if unused else "oldest first"
+    return f"cleared {cleared} tool result(s), {order}; the newest {keep_pairs} and the recent work kept"
+
+
+def _clearing(workspace: Workspace, position: int) -> Callable[[], fit.Rewrite | None]:
+    """The result at ``position`` as its placeholder (naming the call's tool and target, and the gist
+    of what it held), the short form when that costs as much, None when even that does."""
+    def make() -> fit.Rewrite | None:
+        message = workspace.messages[position]
         tool, target, quoting, asked = "", "", False, set[str]()
-        key = next(iter(structure.answered_by.get(position, ())), None)  # the call it answers (the first)
+        key = next(iter(workspace.structure.answered_by.get(position, ())), None)  # the call it answers (the first)
         if key is not None:
-            call = call_with_id(messages[key[0]].data, key[1])
+            call = call_with_id(workspace.messages[key[0]].data, key[1])
             if call is not None:
                 tool, target, quoting = call_name(call), placeholders.call_target(call), quotes_files(call)
                 asked = set(string_values(call_arguments(call)))
-        if _cut_instead(workspace, position):
-            cleared += 1
-            break  # the budget is met
         gist = placeholders.result_gist(content_text(message.data), quotes_files=quoting, target=target, known=asked)
         data = placeholders.with_content(message, placeholders.cleared_result(message.tokens, tool, target, gist))
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
             data = placeholders.with_content(message, placeholders.cleared(message.tokens))  # the short form
             if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-                continue  # even that would cost as much as the result
-        workspace.rewrite(position, data, "tool result cleared")
-        cleared += 1
-    order = "oldest first, those the agent did not use later before the rest" if unused else "oldest first"
-    return f"cleared {cleared} tool result(s), {order}; the newest {keep_pairs} and the recent work kept"
+                return None  # even that would cost as much as the result
+        return fit.Rewrite(data, "tool result cleared")
+    return make
 
 
 def _unused_first(workspace: Workspace, candidates: list[int]) -> tuple[list[int], bool]:

@@ -17,10 +17,10 @@ running ``cat``/``nl``/``sed -n``/``head``/``tail`` on one file);
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from core.engine import placeholders
+from core.engine import fit, placeholders
 from core.engine.file_calls import classify
 from core.engine.workspace import Workspace
 from core.io import jsonio
@@ -55,27 +55,9 @@ def apply(workspace: Workspace, *, tool_name: str, path_arg: str) -> str:
                 events.append((result, kind, path, part, call_name(call)))
     events.sort()
     stale_by = _stale_by(events)
-    replaced = 0
-    for position, kind, path, _part, tool in events:
-        if kind != "read" or position not in stale_by:
-            continue
-        if not workspace.should_continue():
-            break
-        message = messages[position]
-        if workspace.pinned(position) or workspace.must_go(position) or placeholders.is_placeholder(message) or not workspace.alive(position):
-            continue
-        by, at = stale_by[position]
-        while by == "read" and at in stale_by:  # point past reads that are stale themselves
-            by, at = stale_by[at]
-        if by == "read":
-            note = placeholders.superseded(tool, path, messages[at].line)
-        else:
-            note = placeholders.changed_later(tool, path, change_lines.get((at, path), messages[at].line))
-        data = placeholders.with_content(message, note)
-        if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-            continue  # the pointer would cost as much as the read
-        workspace.rewrite(position, data, f"superseded by a newer read or change of {path}")
-        replaced += 1
+    stale = (fit.Proposal(position, _pointing_at_newer(workspace, position, path, tool, stale_by, change_lines))
+             for position, kind, path, _part, tool in events if kind == "read" and position in stale_by)
+    replaced = fit.take(workspace, stale)
     repeated = _point_at_newer_answers(workspace, repeats)
     which = tool_name or "file-read"
     also = f", and {repeated} result(s) of a call repeated with the same answer" if repeated else ""
@@ -134,21 +116,39 @@ def _point_at_newer_answers(workspace: Workspace,
                 newest_with[text] = position
             else:
                 stale.append((position, tool, call, newer))
-    replaced = 0
-    for position, tool, call, newer in sorted(stale, key=lambda found: found[0]):
-        if not workspace.should_continue():
-            break
-        message = messages[position]
-        if (workspace.pinned(position) or workspace.must_go(position) or not workspace.alive(position)
-                or placeholders.is_placeholder(message)):
-            continue
-        note = placeholders.same_result(tool, placeholders.call_target(call), messages[newer].line)
+    repeated = (fit.Proposal(position, _pointing(workspace, position, placeholders.same_result(
+                    tool, placeholders.call_target(call), messages[newer].line), f"the same result as a newer {tool} call"))
+                for position, tool, call, newer in sorted(stale, key=lambda found: found[0]))
+    return fit.take(workspace, repeated)
+
+
+def _pointing_at_newer(workspace: Workspace, position: int, path: str, tool: str, stale_by: dict[int, tuple[str, int]],
+                       change_lines: dict[tuple[int, str], int | None]) -> Callable[[], fit.Rewrite | None]:
+    """The stale read at ``position`` as a pointer to the newer read of it or the change that made it stale."""
+    def make() -> fit.Rewrite | None:
+        messages = workspace.messages
+        by, at = stale_by[position]
+        while by == "read" and at in stale_by:  # point past reads that are stale themselves
+            by, at = stale_by[at]
+        if by == "read":
+            note = placeholders.superseded(tool, path, messages[at].line)
+        else:
+            note = placeholders.changed_later(tool, path, change_lines.get((at, path), messages[at].line))
+        return _pointing(workspace, position, note, f"superseded by a newer read or change of {path}")()
+    return make
+
+
+def _pointing(workspace: Workspace, position: int, note: str, reason: str) -> Callable[[], fit.Rewrite | None]:
+    """The result at ``position`` as ``note`` (None for a placeholder, or when the pointer would cost as much)."""
+    def make() -> fit.Rewrite | None:
+        message = workspace.messages[position]
+        if placeholders.is_placeholder(message):
+            return None
         data = placeholders.with_content(message, note)
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-            continue  # the pointer would cost as much as the result
-        workspace.rewrite(position, data, f"the same result as a newer {tool} call")
-        replaced += 1
-    return replaced
+            return None  # the pointer would cost as much as the result
+        return fit.Rewrite(data, reason)
+    return make
 
 
 STRATEGY = StrategyInfo(

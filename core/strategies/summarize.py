@@ -13,13 +13,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.engine import fit
 from core.engine.budget import MESSAGES
-from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
 from core.engine.workspace import Workspace
 from core.errors import StrategySkipped
 from core.io import jsonio
@@ -122,85 +121,10 @@ def _removable(workspace: Workspace, positions: Any) -> list[int]:
     return sorted(chosen)
 
 
-def _span_to_go(workspace: Workspace, reserve_tokens: int, keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
-    """The oldest messages that have to go for the rest, plus a summary of ``reserve_tokens``, to fit
-    (never those in ``keep``)."""
-    structure = workspace.structure
-    budget = workspace.budget
-    live_messages, live_tokens = workspace.live_messages, workspace.live_tokens
-    chosen: set[int] = set()
-    for position in range(len(workspace.messages)):
-        if not budget.over(live_messages + 1, live_tokens + reserve_tokens):
-            break
-        if position in chosen or position in keep or not workspace.alive(position) or workspace.pinned(position):
-            continue
-        if written_by_compact(workspace.messages[position]) or not structure.counted[position]:
-            continue
-        closure = (workspace.removal_set([position]) or set()) - chosen
-        if closure & keep:
-            continue
-        chosen |= closure
-        live_messages -= sum(1 for p in closure if structure.counted[p])
-        live_tokens -= sum(workspace.messages[p].tokens for p in closure if structure.counted[p])
-    return sorted(chosen)
 
 
-def _keep_newest_partly(workspace: Workspace, removable: list[int], summary_tokens: int,
-                        summary_left_out: bool = False) -> set[int]:
-    """When the span's newest exchanges are what make the run land well under the budget, keep them:
-    newest first, whole while they fit, then the next one with its longest texts cut in the middle
-    (head and tail kept). The budget is used, not wasted. Returns the positions kept (their text
-    rewritten where cut), or an empty set."""
-    counted = workspace.structure.counted
-    span_tokens = sum(workspace.messages[p].tokens for p in removable if counted[p])
-    after = workspace.live_tokens - span_tokens + summary_tokens
-    kept: set[int] = set()
-    remaining = list(removable)
-    while not fit.near_aim(workspace, after):
-        newest = set(workspace.removal_set([remaining[-1]]) or ()) & set(remaining)
-        whole = len(newest) == len(remaining)  # the span's last exchange
-        if not newest or whole and kept:
-            break  # the summary takes the rest
-        extra = sum(workspace.messages[p].tokens for p in newest if counted[p])
-        # A span of one exchange: cut, it needs no summary beside it.
-        cut = after + extra - fit.aim_tokens(workspace) - (summary_tokens if whole else 0)
-        if cut > 0 and not whole and summary_left_out and output_outranked(workspace, newest):
-            break
-        if cut > 0 and not _cut_to_fit(workspace, newest, cut):
-            break
-        kept |= newest
-        if cut > 0:
-            break  # cut to land at the aim: nothing more fits
-        after += extra
-        remaining = [p for p in remaining if p not in newest]
-    return kept
 
 
-def _cut_to_fit(workspace: Workspace, exchange: set[int], cut: int) -> bool:
-    """Cut ``cut`` tokens from the middles of the exchange's longest texts (calls' arguments too),
-    longest message first; all or nothing."""
-    planned: list[tuple[int, dict[str, Any]]] = []
-    for position in sorted(exchange, key=lambda p: -workspace.messages[p].tokens):
-        if cut <= 0:
-            break
-        message = workspace.messages[position]
-        if workspace.pinned(position):
-            continue
-        # The whole cut here if it can take it, else as much as it can give and the rest from the next.
-        data = cut_to(message, message.tokens - cut, workspace.counter)
-        if data is None:
-            data, _ = clamp_message(message.data, MIN_PART_TOKENS, workspace.counter)
-        if data is None:
-            continue
-        saved = message.tokens - workspace.counter.count_message(message.rewritten(data)).tokens
-        if saved > 0:
-            planned.append((position, data))
-            cut -= saved
-    if cut > 0:
-        return False
-    for position, data in planned:
-        workspace.rewrite(position, data, "among the oldest messages kept: its middle cut to fill the budget")
-    return True
 
 
 def _summary_room(workspace: Workspace, share: float, max_tokens: int, previous_tokens: int) -> int:
@@ -218,7 +142,7 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     if by_turns:
         removable = _oldest_turns(workspace, turns or SEED_TURNS)
         if budget.trigger == MESSAGES and turns is None and not workspace.full:
-            removable = _span_to_go(workspace, 0) or removable
+            removable = fit.oldest_to_go(workspace, 0) or removable
         room = reserve = max_tokens
     else:
         first_previous = memo.previous_summary(workspace, len(workspace.messages))
@@ -227,13 +151,13 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
         # An earlier summary the new one takes the place of is counted in the live tokens already.
         reserve = room - _folded_tokens(workspace, first_previous)
         kept = working_copy(workspace, memo.files, share)
-        removable = _span_to_go(workspace, reserve, kept)
+        removable = fit.oldest_to_go(workspace, reserve, kept)
         current = workspace.structure.current_turn_start
-        if kept and (not _reaches(workspace, removable, reserve) or current is not None and removable[-1:] > [current]):
+        if kept and (not fit.reaches(workspace, removable, reserve) or current is not None and removable[-1:] > [current]):
             # Going around the writes would not reach the budget, or would take the current turn's
             # newest messages instead: the writes go like the rest.
             kept = set()
-            removable = _span_to_go(workspace, reserve)
+            removable = fit.oldest_to_go(workspace, reserve)
     if not removable:
         return "nothing to summarize: only pinned messages and the current turn are left"
     try:
@@ -244,16 +168,10 @@ def apply(workspace: Workspace, *, turns: int | None, max_tokens: int, share: fl
     # The span left around the writes was too small for a summary to pay off (the writes are most
     # of what is old): the writes go like the rest.
     workspace.restart_step()
-    removable = _span_to_go(workspace, reserve)
+    removable = fit.oldest_to_go(workspace, reserve)
     return _summarize_span(workspace, summarizer, removable, room, memo, fit_budget=True)
 
 
-def _reaches(workspace: Workspace, removable: list[int], reserve_tokens: int) -> bool:
-    """Whether the run is within the budget once ``removable`` gives way to a summary of ``reserve_tokens``."""
-    counted = workspace.structure.counted
-    messages = workspace.live_messages - sum(1 for p in removable if counted[p]) + 1
-    tokens = workspace.live_tokens - sum(workspace.messages[p].tokens for p in removable if counted[p])
-    return not workspace.budget.over(messages, tokens + reserve_tokens)
 
 
 def _kept_write(workspace: Workspace, kept: set[int] | frozenset[int], removable: list[int]) -> str:
@@ -376,22 +294,22 @@ def _summarize_span(workspace: Workspace, summarizer: Summarizer, removable: lis
     refit = fit_budget and summarizer.fits_its_room and bool(budget.limit)
     if refit and room - composed.tokens > SLACK_SHARE * (budget.limit or 0):
         # The digest came out smaller than its room: keep more of the newest messages instead.
-        shorter = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        shorter = fit.oldest_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
         given_back = set(removable) - set(shorter)
         if OMITTED in composed.summary["content"] and given_back and output_outranked(workspace, given_back):
             shorter = []  # the slack goes to the summary's findings (_top_up), not back to an old output
         if shorter and len(shorter) < len(removable):
             removable = shorter
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
-    elif refit and not _reaches(workspace, removable, composed.tokens - _folded_tokens(workspace, composed.previous_at)):
+    elif refit and not fit.reaches(workspace, removable, composed.tokens - _folded_tokens(workspace, composed.previous_at)):
         # The summary came out over its room (its header, its smallest digest): the span takes what it still needs.
-        longer = _span_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
+        longer = fit.oldest_to_go(workspace, composed.tokens + 8 - _folded_tokens(workspace, composed.previous_at), keep)
         if not set(longer) <= set(removable):
             removable = sorted({*removable, *longer})
             composed = _compose(workspace, summarizer, removable, room, digest, memo)
     if refit and len(removable) > 1:
         added = composed.tokens - _folded_tokens(workspace, composed.previous_at)
-        kept = _keep_newest_partly(workspace, removable, added, OMITTED in composed.summary["content"])
+        kept = fit.keep_newest_partly(workspace, removable, added, _worth_less(workspace, composed))
         if kept:
             removable = [p for p in removable if p not in kept]
             if not removable:
@@ -419,6 +337,13 @@ def _summarize_span(workspace: Workspace, summarizer: Summarizer, removable: lis
     if keep and min(keep) < removable[-1]:  # the span, as it ended up, went around them: say so
         detail += _kept_write(workspace, keep, removable)
     return detail
+
+
+def _worth_less(workspace: Workspace, composed: Composed) -> Callable[[set[int]], bool]:
+    """Whether an exchange of the span is worth less than the summary's room: when the summary left
+    findings out, an old output they outrank is."""
+    left_out = OMITTED in composed.summary["content"]
+    return lambda exchange: left_out and output_outranked(workspace, exchange)
 
 
 def _replace_span(workspace: Workspace, removable: list[int], composed: Composed) -> None:
@@ -464,9 +389,8 @@ def _top_up(workspace: Workspace, summarizer: Summarizer, removable: list[int], 
             span_tokens: int, composed: Composed, memo: _Memo) -> Composed | None:
     """When the run would still land under the fill share of the budget (fit.fills), a summary that left lines out
     gets the slack: the same span summarized again with more room. None when there is nothing to gain."""
-    after = workspace.live_tokens - span_tokens + composed.tokens
-    slack = fit.aim_tokens(workspace) - after
-    if fit.fills(workspace, after) or slack <= 0:
+    slack = fit.slack(workspace, workspace.live_tokens - span_tokens + composed.tokens)
+    if not slack:
         return None
     target = composed.tokens + slack
     for _ in range(2):  # the file lists fill what room the digest leaves: a second try corrects the aim

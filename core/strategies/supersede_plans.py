@@ -10,10 +10,13 @@ only as many as the budget needs.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
+from core.engine import fit
 from core.engine.placeholders import PREFIX
 from core.engine.workspace import Workspace
 from core.messages import call_arguments, call_line, call_name, tool_calls
@@ -43,22 +46,24 @@ def apply(workspace: Workspace, *, tools: str) -> str:
         return "replaced 0 older plan(s) with a pointer to the newest"
     newer = plans[-1][0]
     newer_line = call_line(messages[newer], plans[-1][1])
-    replaced = 0
-    for position, call_id, tool in plans:
-        if not workspace.should_continue() or position == newer:
-            break  # the newest plan's message keeps every plan call it makes
-        if workspace.pinned(position) or workspace.must_go(position):
-            continue
-        message = messages[position]
-        reason = f"plan superseded by the newer {tool} at line {newer_line}"
+    older = (fit.Proposal(position, _pointing(workspace, position, call_id, f"plan superseded by the newer {tool} at line {newer_line}"))
+             for position, call_id, tool in itertools.takewhile(lambda plan: plan[0] != newer, plans))
+    replaced = fit.take(workspace, older)  # (the newest plan's message keeps every plan call it makes)
+    return f"replaced {replaced} older plan(s) with a pointer to the newest"
+
+
+def _pointing(workspace: Workspace, position: int, call_id: str, reason: str) -> Callable[[], fit.Rewrite | None]:
+    """The message at ``position`` with the plan call ``call_id`` pointing at the newer plan (None when
+    the pointer would cost as much as the plan)."""
+    def make() -> fit.Rewrite | None:
+        message = workspace.messages[position]
         calls = [_pointer(c, f"{PREFIX} {reason}]") if isinstance(c, dict) and str(c.get("id")) == call_id else c
                  for c in message.data["tool_calls"]]
         data = {**message.data, "tool_calls": calls}
         if workspace.counter.count_message(message.rewritten(data)).tokens >= message.tokens:
-            continue
-        workspace.rewrite(position, data, reason)
-        replaced += 1
-    return f"replaced {replaced} older plan(s) with a pointer to the newest"
+            return None
+        return fit.Rewrite(data, reason)
+    return make
 
 
 STRATEGY = StrategyInfo(
