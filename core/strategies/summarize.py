@@ -36,6 +36,7 @@ from core.strategies.base import Param, StrategyInfo
 from core.summarizers.base import Summarizer, SummaryRequest
 from core.summarizers.extractive import OMITTED
 from core.summarizers.facts import MAX_FACTS, extract_facts, missing_facts
+from core.summarizers.span_memo import SpanMemo
 from core.summarizers.summary_files import (
     FACTS,
     FILES_CHANGED,
@@ -76,7 +77,7 @@ class _Memo:
     """What one step reads once however often it composes the span's summary (to fit, to keep its
     newest exchange, to top up): each message's files, and where the earlier summaries are."""
 
-    files: dict[int, Touches] = field(default_factory=dict)
+    files: SpanMemo[Touches] = field(default_factory=SpanMemo)
     summaries: list[int] | None = None
 
     def previous_summary(self, workspace: Workspace, before: int) -> int | None:

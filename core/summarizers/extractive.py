@@ -48,6 +48,7 @@ from core.summarizers.facts import call_error, first_error_line, tool_output
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
 from core.summarizers.retries import got_past_an_error
 from core.summarizers.salience import QUOTED_AT, Mentions, quoted_output
+from core.summarizers.span_memo import SpanMemo
 from core.summarizers.statements import (
     FACT_CHARS,
     asks,
@@ -246,8 +247,8 @@ class _SpanReader:
     """
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
-                 given: dict[int, _Given] | None = None, failed: frozenset[int] = frozenset(),
-                 names: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None,
+                 given: SpanMemo[_Given] | None = None, failed: frozenset[int] = frozenset(),
+                 names: SpanMemo[set[str]] | None = None,
                  turns: Sequence[int] = ()) -> None:
         self.messages = messages
         self.mentions = Mentions(messages, names)
@@ -256,9 +257,7 @@ class _SpanReader:
         pairing = pair_calls(messages)
         self.results = _newest_results(messages, pairing, failed)
         self.got_past = got_past_an_error(_calls_read(messages, self.results))
-        self.earlier = dict(given) if given is not None else {}
-        if given is not None:
-            given.clear()
+        self.earlier = given.renewed() if given is not None else SpanMemo[_Given]()
         self.given = given
         self.found: dict[str, _Line] = {}
         self.kinds: set[str] = set()
@@ -332,11 +331,11 @@ class _SpanReader:
             answers, failed = self.results.get(position, _NO_ANSWERS)
             read = tuple((str(call.get("id")) in answers, (position, str(call.get("id"))) in self.got_past)
                          for call in tool_calls(message))
-            known = self.earlier.get(id(message))
-            if known is None or known[0] is not message or known[1] != read:
+            known = self.earlier.get(message)
+            if known is None or known[1] != read:
                 known = _read_assistant(message, answers, read, failed)
             if self.given is not None:
-                self.given[id(message)] = known
+                self.given.put(message, known)
             add = self._adder(position)
             touched = touches(message, None)
             # What a read found that a newer message of the span wrote whole again is gone.
@@ -414,10 +413,10 @@ class _SpanReader:
 class ExtractiveSummarizer:
     name: str = "extractive"
     fits_its_room: ClassVar[bool] = True  # (asking again is free: the strategy fits the digest to its room)
-    # Each assistant message's lines, by id, for the span read last: a run composes one span's
-    # summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
-    _given: dict[int, _Given] = field(default_factory=dict, compare=False, repr=False)
-    _names: dict[int, tuple[Mapping[str, Any], set[str]]] = field(default_factory=dict, compare=False, repr=False)
+    # Each assistant message's lines and each message's names, for the span read last: a run composes
+    # one span's summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
+    _given: SpanMemo[_Given] = field(default_factory=SpanMemo, compare=False, repr=False)
+    _names: SpanMemo[set[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
 
     def identity(self) -> str:
         return "extractive/17"  # (bumped when what it writes changes: the summary cache misses)

@@ -17,6 +17,7 @@ from typing import Any
 
 from core.engine.file_calls import PATH_ARGUMENTS, SHELL_TOOLS, classify, shell_command
 from core.messages import call_arguments, call_name, content_text, string_values, tool_calls
+from core.summarizers.span_memo import SpanMemo
 
 # A name worth following: backticked, a path or dotted name, snake_case, kebab-case, CamelCase, or a long number.
 _NAME = re.compile(
@@ -54,21 +55,18 @@ def _message_text(message: Mapping[str, Any]) -> str:
 class Mentions:
     """Where each name of a span is mentioned: the positions of the messages naming it."""
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]],
-                 memo: dict[int, tuple[Mapping[str, Any], set[str]]] | None = None) -> None:
+    def __init__(self, messages: Sequence[Mapping[str, Any]], memo: SpanMemo[set[str]] | None = None) -> None:
         """``memo`` keeps each message's names between spans (a run composes one span's summary
         several times, over spans that overlap); it is left holding this span's only."""
         self.at: dict[str, list[int]] = {}
-        earlier = dict(memo) if memo is not None else {}
-        if memo is not None:
-            memo.clear()
+        earlier = memo.renewed() if memo is not None else None
         for position, message in enumerate(messages):
-            known = earlier.get(id(message))
-            if known is None or known[0] is not message:
-                known = (message, names_in(_message_text(message)))
+            known = earlier.get(message) if earlier is not None else None
+            if known is None:
+                known = names_in(_message_text(message))
             if memo is not None:
-                memo[id(message)] = known
-            for name in known[1]:
+                memo.put(message, known)
+            for name in known:
                 self.at.setdefault(name, []).append(position)
         limit = max(8, int(len(messages) * COMMON_SHARE))
         self.at = {name: where for name, where in self.at.items() if len(where) <= limit}

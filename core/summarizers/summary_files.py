@@ -25,6 +25,7 @@ from core.messages import (
     tool_calls,
 )
 from core.summarizers.facts import first_error_line, tool_output
+from core.summarizers.span_memo import SpanMemo
 
 if TYPE_CHECKING:
     from core.engine.workspace import Workspace
@@ -48,7 +49,7 @@ Touches = list[tuple[bool, str, bool]]
 
 
 def tracked_files(messages: Sequence[Mapping[str, Any]],
-                  memo: dict[int, Touches] | None = None) -> tuple[list[str], list[str]]:
+                  memo: SpanMemo[Touches] | None = None) -> tuple[list[str], list[str]]:
     """The files the span's tool calls read and changed, whatever agent made the calls, ordered by
     when each was last touched: the lists keep the newest names, and a file gone back to is recent.
     ``memo`` keeps each message's files between calls on overlapping spans (a run composes one
@@ -81,9 +82,9 @@ def _opens_with_error(text: str) -> bool:
     return bool(first) and first_error_line(first) is not None
 
 
-def touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touches:
+def touches(message: Mapping[str, Any], memo: SpanMemo[Touches] | None) -> Touches:
     """The files the message's calls read or change, in order (remembered in ``memo``)."""
-    touched = memo.get(id(message)) if memo is not None else None
+    touched = memo.get(message) if memo is not None else None
     if touched is None:
         touched = []
         for call in tool_calls(message):
@@ -93,7 +94,7 @@ def touches(message: Mapping[str, Any], memo: dict[int, Touches] | None) -> Touc
             # A patch may change several files; one it adds (or deletes) it gives whole.
             touched += [(False, path, whole) for path, whole in patch_changes(call).items()]
         if memo is not None:
-            memo[id(message)] = touched
+            memo.put(message, touched)
     return touched
 
 
@@ -172,7 +173,7 @@ def unite(earlier: Sequence[str], later: Sequence[str]) -> list[str]:
     return list(united)
 
 
-def working_copy(workspace: Workspace, memo: dict[int, Touches], share: float) -> set[int]:
+def working_copy(workspace: Workspace, memo: SpanMemo[Touches], share: float) -> set[int]:
     """The exchanges that hold the agent's working copies of the files it changed last: for each
     file, newest change first, its newest whole write (the content) and the edits after it, while
     they all take at most WORKING_COPY_SHARE of the budget (at most WORKING_FILES files; a file only
@@ -234,7 +235,7 @@ def working_copy(workspace: Workspace, memo: dict[int, Touches], share: float) -
     return kept
 
 
-def last_touches(messages: Sequence[Mapping[str, Any]], memo: dict[int, Touches]) -> dict[str, int]:
+def last_touches(messages: Sequence[Mapping[str, Any]], memo: SpanMemo[Touches]) -> dict[str, int]:
     """Each path the span's calls read or change, and the index of the message that touched it last."""
     return {path: i for i, message in enumerate(messages) for _, path, _ in touches(message, memo)}
 
