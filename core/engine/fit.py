@@ -2,9 +2,9 @@
 
 Under a token budget a run lands at or under the policy's aim share of it, and above its fill
 share when it can. This is the only module that reads the shares. A rewriting strategy proposes
-(``Proposal``: a message and what it would become, most worth taking first) and ``take`` decides:
-while the run still needs it, never a pinned message or one that must go anyway, and a cut in
-place of a rewrite that would overshoot. A summary's span is chosen here too (``oldest_to_go``,
+(``Proposal``: a message and what it would become, most worth taking first, ordered here by later
+use, ``unused_first``) and ``take`` decides: while the run still needs it, never a pinned message
+or one that must go anyway, and a cut in place of a rewrite that would overshoot. A summary's span is chosen here too (``oldest_to_go``,
 ``keep_newest_partly``, ``slack``), and the closing step ``give_back`` fills the room later steps left.
 """
 
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.engine.clamp import MIN_PART_TOKENS, clamp_message, cut_to
+from core.engine.later_use import used_later
 from core.engine.workspace import StepOutcome, Workspace
 from core.messages import Message, written_by_compact
 from core.report import GIVE_BACK, line_ranges
@@ -109,6 +110,21 @@ def take(workspace: Workspace, proposals: Iterable[Proposal]) -> int:
             workspace.rewrite(position, rewrite.data, rewrite.reason)
             taken += rewrite.parts
     return taken
+
+
+def unused_first(workspace: Workspace, positions: list[int]) -> tuple[list[int], bool]:
+    """Proposals in the order to take them, oldest first; when taking only some of them meets the
+    budget, those whose message the agent did not use later go first (the rest keep their order
+    after them). And whether any went ahead of an older one."""
+    limit = workspace.budget.token_limit
+    if not workspace.policy.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
+        return positions, False
+    messages = workspace.messages
+    if workspace.live_tokens - sum(messages[p].tokens for p in positions) > limit:
+        return positions, False  # every one of them goes anyway
+    used = used_later(workspace, {p: messages[p] for p in positions})
+    order = [p for p in positions if p not in used] + [p for p in positions if p in used]
+    return order, order != positions
 
 
 def _cut_instead(workspace: Workspace, position: int) -> bool:

@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from core.engine import fit, placeholders
 from core.engine.file_calls import quotes_files
-from core.engine.later_use import used_later
 from core.engine.workspace import Workspace
 from core.messages import call_arguments, call_name, call_with_id, content_text, string_values
 from core.strategies.base import Param, StrategyInfo
@@ -29,7 +28,7 @@ def apply(workspace: Workspace, *, keep_pairs: int, keep_recent: float) -> str:
         if position < protected_from and not workspace.pinned(position) and not workspace.must_go(position)
         and not placeholders.is_placeholder(messages[position])
     ]
-    candidates, unused = _unused_first(workspace, candidates)
+    candidates, unused = fit.unused_first(workspace, candidates)
     cleared = fit.take(workspace, (fit.Proposal(p, _clearing(workspace, p), cut_if_overshoot=True) for p in candidates))
     order = "oldest first, those the agent did not use later before the rest" if unused else "oldest first"
     return f"cleared {cleared} tool result(s), {order}; the newest {keep_pairs} and the recent work kept"
@@ -55,21 +54,6 @@ def _clearing(workspace: Workspace, position: int) -> Callable[[], fit.Rewrite |
                 return None  # even that would cost as much as the result
         return fit.Rewrite(data, "tool result cleared")
     return make
-
-
-def _unused_first(workspace: Workspace, candidates: list[int]) -> tuple[list[int], bool]:
-    """The results to clear, oldest first; when clearing only some of them meets the budget, those
-    the agent did not use later go first (the rest keep their order after them). And whether any
-    went ahead of an older one."""
-    limit = workspace.budget.token_limit
-    if not workspace.policy.fill_budget or workspace.full or limit is None:  # (the seed's order is oldest first)
-        return candidates, False
-    messages = workspace.messages
-    if workspace.live_tokens - sum(messages[p].tokens for p in candidates) > limit:
-        return candidates, False  # every one of them goes anyway
-    used = used_later(workspace, {p: messages[p] for p in candidates})
-    order = [p for p in candidates if p not in used] + [p for p in candidates if p in used]
-    return order, order != candidates
 
 
 STRATEGY = StrategyInfo(
