@@ -11,6 +11,7 @@
 - structure: how the list hangs together: turns, calls with their results, pins
 - placeholders: the short texts strategies leave behind, recognised on a rerun
 - clamp: cutting the middle out of a long text to a token count
+- records: cutting a JSON text of records field by field, each keeping its ids, paths and links
 - fit: the chooser: the only reader of the aim and fill shares; give_back fills the room left
 - bound_thinking: the thinking blocks a change leaves a provider unable to accept
 - file_calls: what a tool call does to a file: reads it (which part) or changes it

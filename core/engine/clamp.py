@@ -13,6 +13,7 @@ import orjson
 from core.counting.counter import MessageCounter
 from core.counting.tokenizers import HeuristicCounter
 from core.engine import placeholders
+from core.engine.records import cut_records
 from core.messages import Message
 from core.summarizers.facts import headings, outline
 from core.summarizers.salience import names_in
@@ -37,6 +38,9 @@ def clamp_text(text: str, max_tokens: int, counter: MessageCounter) -> str | Non
     total = counter.count_text(text)
     if total <= max_tokens:
         return None
+    by_record = cut_records(text, max_tokens, counter)  # (a JSON text of records: each keeps its ids and links)
+    if by_record is not None:
+        return by_record
     encoder = counter.counter
     tokens = [] if isinstance(encoder, HeuristicCounter) else encoder.encode(text)
     if max_tokens >= EXCERPT_MIN_TOKENS and text.count("\n", 0, EXCERPT_SCAN_CHARS) >= EXCERPT_MIN_LINES:

@@ -152,3 +152,43 @@ def same_result(tool_name: str, target: str, line: int | None) -> str:
 def changed_later(tool_name: str, path: str, line: int | None) -> str:
     where = f" at line {line}" if line is not None else ""
     return f"{PREFIX} stale {tool_name} of {path}: the file was changed later{where}]"
+
+
+def records_cut(tokens: int, kept: int, more: int, cap: int, shortened: Iterable[str],
+                collapsed: Mapping[str, str], dropped: Iterable[str], nulls: bool, names: int = CUT_NAMES) -> str:
+    """The marker after JSON records cut field by field: which fields were shortened (to about
+    ``cap`` characters), reduced to the key naming them or dropped (``names`` of each kind named,
+    the rest counted), and how many records went."""
+    def listed(keys: Iterable[str]) -> str:
+        keys = list(keys)
+        more_keys = f" and {len(keys) - names} more" if len(keys) > names else ""
+        return ", ".join(keys[:names]) + more_keys
+    said = []
+    if shortened:
+        said.append(f"{listed(shortened)} shortened to about {cap:,} characters (…)")
+    if collapsed:
+        said.append("; ".join(f"{key} to its {name}" for key, name in list(collapsed.items())[:names]))
+    gone = listed(dropped) + (" and null fields" if dropped and nulls else "null fields" if nulls else "")
+    if gone:
+        said.append(f"dropped {gone}")
+    if more:
+        said.append(f"{more:,} more records cut")
+    these = "this record" if kept == 1 else f"these {kept:,} records"
+    return f"{RECORDS_CUT_START}{tokens:,} tokens cut from {these}: {'; '.join(said)} …]"
+
+
+RECORDS_CUT_START = "[… compact: "
+
+
+def records_cut_said(marker: str) -> tuple[int, list[str]] | None:
+    """What a ``records_cut`` marker says: the tokens cut and the fields it names as dropped (past
+    the CUT_NAMES it lists, only their count: those are not named again); None for another text."""
+    if not (marker.startswith(RECORDS_CUT_START) and marker.endswith(" …]") and " tokens cut from " in marker):
+        return None
+    tokens = marker[len(RECORDS_CUT_START) :].split(" ", 1)[0].replace(",", "")
+    if not tokens.isdigit():
+        return None
+    dropped = next((clause[len("dropped ") :] for clause in marker[:-3].split("; ") if clause.startswith("dropped ")), "")
+    names = [name for name in dropped.replace(" and ", ", ").split(", ")
+             if name and name != "null fields" and not name.endswith(" more")]
+    return int(tokens), names
