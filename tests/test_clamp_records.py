@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from core.counting.counter import MessageCounter
 from core.engine.clamp import clamp_text
 from tests.helpers import shared_counter
@@ -120,3 +123,30 @@ def test_in_the_least_room_one_record_keeps_its_naming_fields_beside_a_brief_mar
     record, marker = clamped.rsplit("\n", 1)
     assert {k: v for k, v in json.loads(record).items()} == {k: comment[k] for k in ("id", "path", "html_url", "line")}
     assert marker.startswith("[… compact: ") and " more" in marker, marker
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                     st.text(max_size=400), st.sampled_from(["https://github.com/o/r/pull/1#discussion_r1", "9e64962ed3"]))
+_records = st.lists(st.dictionaries(st.sampled_from(["id", "path", "body", "html_url", "diff_hunk", "user", "line",
+                                                     "state", "reactions", "node_id", "extra"]),
+                                    st.one_of(_scalars, st.dictionaries(st.sampled_from(["login", "url", "n"]), _scalars,
+                                                                        max_size=3)),
+                                    min_size=3, max_size=11), min_size=1, max_size=12)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=_records, room=st.integers(16, 900), as_lines=st.booleans())
+def test_a_record_cut_never_exceeds_its_room_and_its_records_stay_json(records: list[dict], room: int,
+                                                                        as_lines: bool) -> None:
+    """Whatever the records and the room, a cut text fits the room, and the records it kept (every
+    line before its marker) are JSON, in their order: a model can still read each one."""
+    text = "\n".join(json.dumps(r) for r in records) if as_lines else json.dumps(records)
+    cut = clamp_text(text, room, counter())
+    if cut is None:
+        assert counter().count_text(text) <= room
+        return
+    assert counter().count_text(cut) <= room
+    kept, _, marker = cut.rpartition("\n")
+    if marker.startswith("[… compact: ") and " tokens cut from " in marker:
+        values = [json.loads(line) for line in kept.splitlines()] if as_lines else [json.loads(kept)]
+        assert values
