@@ -127,7 +127,7 @@ DEFAULT_LIST = (
     "drop_observations",
     "drop_turns",
 )
-# The seed's list and parameters, unchanged (memory-plugin.txt, "Default strategies").
+# The seed's list and parameters, unchanged: the seed preset reproduces the original system.
 SEED_LIST: tuple[tuple[str, dict[str, Any]], ...] = (
     ("offload", {"turns": 10}),
     ("summarize", {"turns": 10, "max_tokens": 2048}),

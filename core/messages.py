@@ -1,4 +1,4 @@
-"""Messages as values, in the canonical OpenAI Chat Completions shape (SPEC §2).
+"""Messages as values, in the canonical OpenAI Chat Completions shape.
 
 A ``Message`` keeps the parsed JSON object and, until something rewrites it,
 the exact bytes of its line, so untouched messages are written back as they
@@ -368,7 +368,7 @@ def call_arguments(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def is_user_message(data: Mapping[str, Any]) -> bool:
-    """A user-role message with text (SPEC §2): it starts a turn."""
+    """A user-role message with text: it starts a turn."""
     return data.get("role") == "user" and has_text(data)
 
 

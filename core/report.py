@@ -1,4 +1,4 @@
-"""The CompressionReport (SPEC §6): typed here, written as JSON by ``to_dict`` (schemas/report.schema.json).
+"""The CompressionReport: typed here, written as JSON by ``to_dict`` (schemas/report.schema.json).
 
 The actions and the ledger (``removed``) are typed; the other lists and mappings strategies and the
 graph step fill (orphans, graph, prompt_cache) stay plain JSON data: each has its own shape, described

@@ -2,8 +2,8 @@
 
 A module of ``core/`` or ``cli/`` holds at most 500 lines, a function body at most 60, a
 function outside ``cli/`` takes at most 12 parameters (a typer command declares one per
-option), at most 10 pairs of places repeat six lines of each other, and the README's layout map
-names every module of ``core/engine/``.
+option), at most 10 pairs of places repeat six lines of each other, the README's layout map
+names every module of ``core/engine/``, and no comment cites the document or issue a rule came from.
 """
 
 from __future__ import annotations
@@ -241,3 +241,20 @@ def test_only_the_chooser_reads_how_far_a_run_goes() -> None:
             if isinstance(node, ast.Attribute) and node.attr in shares:
                 found.append(f"{_name(path)}:{node.lineno}: {node.attr}")
     assert not found, "\n".join(found)
+
+
+# A comment that cites where a rule came from ("SPEC §4", "memory-plugin.txt", "issue 28") tells a
+# newcomer to go and read something else; the comment should say why.
+_CITATION = re.compile(r"\bSPEC §|\bmemory-plugin\.txt|\bcompaction-policy\.txt|\bissue[ -]\d+", re.IGNORECASE)
+
+
+def test_no_comment_in_core_or_cli_cites_the_document_or_issue_a_rule_came_from() -> None:
+    cited = [f"{_name(path)}:{number}: {line.strip()}" for path in _modules("core", "cli")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if _CITATION.search(line)]
+    assert not cited, "\n".join(cited)
+
+
+def test_the_citation_check_finds_a_planted_citation() -> None:
+    assert _CITATION.search("# max_messages wins (memory-plugin.txt, \"Triggers\")")
+    assert _CITATION.search('"""The budget (SPEC §4)."""') and _CITATION.search("# see issue 28")
+    assert not _CITATION.search("# a strategy error never fails the run: the rest still compact")

@@ -1,4 +1,4 @@
-"""Token counting (SPEC §3): tiktoken, the optional bpe-openai backend, or a heuristic.
+"""Token counting: tiktoken, the optional bpe-openai backend, or a heuristic.
 
 Counting dominates the cost of a run, so every text is counted at most once:
 distinct texts are counted once per run (agents re-read the same files), and

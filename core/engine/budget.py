@@ -1,4 +1,4 @@
-"""The budget a run compacts to (SPEC §4)."""
+"""The budget a run compacts to."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Budget:
         window: int,
         window_resolved: bool,
     ) -> Budget:
-        # max_messages wins when combined with a token budget (memory-plugin.txt, "Triggers").
+        # max_messages wins when combined with a token budget: a count the caller set is a hard cap.
         if max_messages is not None:
             return cls(MESSAGES, max_messages, window, window_resolved)
         if max_tokens is not None:

@@ -1,4 +1,4 @@
-"""One compaction run (SPEC §5): count, warn, compact to the budget, render the graph."""
+"""One compaction run: count, warn, compact to the budget, render the graph."""
 
 from __future__ import annotations
 
@@ -289,7 +289,7 @@ def _run_strategies(
                 workspace.end()
                 skipped.setdefault(info.name, str(exc))
                 continue
-            except Exception as exc:  # noqa: BLE001  a strategy error never fails the run (memory-plugin.txt, "Errors")
+            except Exception as exc:  # noqa: BLE001  a strategy error never fails the run: the rest still compact
                 workspace.rollback()
                 errors.append(f"{info.name}: {exc}")
                 actions.append(workspace.end().action(info.name, pass_number, error=str(exc)))

@@ -1,4 +1,4 @@
-"""How a message list hangs together: turns, tool-call pairing, pins (SPEC §2).
+"""How a message list hangs together: turns, tool-call pairing, pins.
 
 Computed in one linear pass over the list; strategies ask it which messages
 must go together (a call with its results) and which may not go at all.

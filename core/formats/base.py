@@ -1,7 +1,7 @@
 """What every transcript format shares: its lines, its decoded messages, and the write-back plan.
 
-A format (codec) reads the lines of a file into canonical messages (SPEC §2,
-the OpenAI chat shape) that the pipeline compacts like any other, and writes
+A format (codec) reads the lines of a file into canonical messages (the
+OpenAI chat shape) that the pipeline compacts like any other, and writes
 the result back in its own shape. Compaction never sees a format's other
 lines (Claude Code snapshots, Codex ``turn_context``, ...): the codec keeps
 them and :func:`plan` puts them back in place.

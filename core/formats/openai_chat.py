@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions messages, one per line: the canonical format (SPEC §2).
+"""OpenAI Chat Completions messages, one per line: the canonical format.
 
 The file is read by :mod:`core.io.transcript`, which keeps each message's
 line bytes (or where they are in the file) so an untouched message is copied

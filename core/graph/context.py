@@ -49,7 +49,7 @@ def load_working_graph(
 
 
 def graph_step(working: WorkingGraph, marker: str) -> GraphStep:
-    """Renders the graph into the compacted messages (SPEC §7): after compaction, never counted against it."""
+    """Renders the graph into the compacted messages: after compaction, never counted against it."""
 
     def step(messages: list[Message], counter: MessageCounter) -> tuple[list[Message], dict[str, Any]]:
         text = render_graph_text(working.graph, working.context, marker)

@@ -1,4 +1,4 @@
-"""The strategy registry: one module per strategy, all listed here (SPEC §5)."""
+"""The strategy registry: one module per strategy, all listed here."""
 
 from __future__ import annotations
 

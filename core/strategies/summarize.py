@@ -1,7 +1,7 @@
 """Summarize{turns}: replaces the oldest turns (never the current one) with one summary message.
 
-The summary carries the files read and changed (tracked tool arguments,
-compaction-policy.txt) across compactions: a later run folds the previous
+The summary carries the files read and changed (tracked from the tool
+calls' arguments) across compactions: a later run folds the previous
 summary in — it is handed to the summarizer as the previous summary and its
 file lists are united — rather than summarizing a summary blindly. Identifiers
 the summarizer lost are appended verbatim. With a store, summaries are cached
