@@ -1,11 +1,15 @@
 """The chooser: what a run takes of what the strategies propose, and how far it goes, in one place.
 
 Under a token budget a run lands at or under the policy's aim share of it, and above its fill
-share when it can. This is the only module that reads the shares. A rewriting strategy proposes
-(``Proposal``: a message and what it would become, most worth taking first, ordered here by later
-use, ``unused_first``) and ``take`` decides: while the run still needs it, never a pinned message
-or one that must go anyway, and a cut in place of a rewrite that would overshoot. A summary's span is chosen here too (``oldest_to_go``,
-``keep_newest_partly``, ``slack``), and the closing step ``give_back`` fills the room later steps left.
+share when it can; this is the only module that reads the shares. A rewriting strategy proposes
+(``Proposal``: a message and what it would become, most worth taking first; ``unused_first``
+orders them by later use) and ``take`` decides: while the run still needs them, never a pinned
+message or one that must go anyway, and a cut in place of a rewrite that would overshoot. A
+summary's span is chosen here too (``oldest_to_go``, ``keep_newest_partly``, ``slack``), and the
+closing step ``give_back`` fills the room later steps left. The strategies that remove messages
+(``sliding_window``, ``offload``, ``drop_observations``, ``drop_turns``) and ``drop_old_thinking``
+(its edit is ``bound_thinking.shed``) keep their own loops, each stopping where the workspace
+says the budget is met (``Workspace.should_continue``).
 """
 
 from __future__ import annotations
