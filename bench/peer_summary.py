@@ -187,15 +187,21 @@ def is_identifier(word: str) -> bool:
     return found.get(word) in IDENTIFIER_KINDS
 
 
+LABEL_WORDS = 20
+BARE_SHARE = 0.8
+
+
 def bare_line(line: str) -> bool:
-    """A line that is only a list of names (2+), with at most a short label before a colon."""
+    """A line that is only a list of names (2+) after its label, whatever the label's length (a
+    label before a colon does not make a list of names any less bare)."""
     body = line.strip().lstrip("-*• \t")
     head, sep, rest = body.partition(": ")
-    if sep and len(head.split()) <= 3:
+    if sep and len(head.split()) <= LABEL_WORDS:
         body = rest
     words = [w.strip("`'\"()[]{}.:") for w in body.replace(",", " ").replace(";", " ").split()]
     words = [w for w in words if w]
-    return len(words) >= 2 and all(is_identifier(w) for w in words)
+    # (mostly names: a group label such as "elsewhere" among them does not make the list prose)
+    return len(words) >= 2 and sum(is_identifier(w) for w in words) >= BARE_SHARE * len(words)
 
 
 def summary_stats(output: Sequence[Message]) -> dict[str, float]:

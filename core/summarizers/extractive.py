@@ -45,6 +45,7 @@ from core.summarizers.call_lines import (
 )
 from core.summarizers.carry import carry
 from core.summarizers.facts import call_error, first_error_line, tool_output
+from core.summarizers.in_play import NamesSource, with_names_in_play
 from core.summarizers.passages import PASSAGE_CHARS, passages, said_and_thought
 from core.summarizers.retries import got_past_an_error
 from core.summarizers.salience import QUOTED_AT, Mentions, quoted_output
@@ -255,6 +256,7 @@ class _SpanReader:
         self.quoted = 0  # results read for lines to quote (QUOTED_RESULTS at most)
         self._rewritten: set[str] = set()  # the files the messages read so far (the newer) wrote whole
         pairing = pair_calls(messages)
+        self.pairing = pairing
         self.results = _newest_results(messages, pairing, failed)
         self.got_past = got_past_an_error(_calls_read(messages, self.results))
         self.earlier = given.renewed() if given is not None else SpanMemo[_Given]()
@@ -409,6 +411,7 @@ class _SpanReader:
         return known
 
 
+
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     name: str = "extractive"
@@ -419,7 +422,7 @@ class ExtractiveSummarizer:
     _names: SpanMemo[set[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/17"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/18"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
@@ -439,8 +442,13 @@ class ExtractiveSummarizer:
         head = f'<summary topic="{topic}" {turns}>'
         carried, room = self._rooms(request, head, counter)
         chosen, omitted = self._choose(reader.lines(), room, counter, reader)
+        chosen, in_play, given_up = with_names_in_play(chosen, NamesSource(reader.messages, reader.pairing, reader.mentions),
+                                                       room, counter)
+        omitted += given_up
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]
+        if in_play:
+            body.append(in_play)
         if reader.unread:  # the calls and results of older assistant messages were not even read
             body.append(f"({omitted} {OMITTED} and older details left out to stay within "
                         f"{request.max_tokens} tokens)")
