@@ -15,10 +15,10 @@ def _span(edits: int) -> list[dict]:
     """A request, then edits of explain.go, each naming getBranchCheckpoints and walkFirstParentCommits."""
     span = [msg("user", "Fix the branch walk. My account id is KX-4471-QP.")]
     for i in range(edits):
-        span += [assistant_calls(call(f"e{i}", "Edit", file_path="/repo/cmd/cli/explain.go",
+        span += [assistant_calls(call(f"e{i}", "Edit", file_path="/repo/internal/checkpoints/explain.go",
                                       old_string=f"step{i}()",
                                       new_string=f"getBranchCheckpoints(repo)\nwalkFirstParentCommits(repo, {i})")),
-                 result(f"e{i}", "The file /repo/cmd/cli/explain.go has been updated successfully."),
+                 result(f"e{i}", "The file /repo/internal/checkpoints/explain.go has been updated successfully."),
                  msg("assistant", f"Looking closer at how the walk handles merges and what it skips on the way, "
                      f"round {'abcdefgh'[i]}.")]
     return span
@@ -47,6 +47,7 @@ def test_names_the_span_came_back_to_take_the_room_of_the_oldest_remarks_under_t
     kept, line, gave_way = _fit(span, room)
     assert line.startswith(IN_PLAY + "explain.go: ")
     assert "getBranchCheckpoints" in line and "walkFirstParentCommits" in line
+    assert "internal" not in line and "checkpoints," not in line  # (the folders of its path: the file lists say them)
     assert gave_way >= 1 and "round a." not in "\n".join(k.text for k in kept)  # the oldest remark went first
     assert sum(counter.count_text(k.text) + 1 for k in kept) + counter.count_text(line) + 1 <= room
 
