@@ -35,7 +35,7 @@ def _chosen(span: list[dict]) -> list[_Line]:
 def _fit(span: list[dict], room: int) -> tuple[list[_Line], str, int]:
     counter = MessageCounter(shared_counter()[0])
     source = NamesSource(span, pair_calls(span), Mentions(span))
-    return with_names_in_play(_chosen(span), source, room, counter)
+    return with_names_in_play(_chosen(span), source, room, counter, full=True)
 
 
 def test_names_the_span_came_back_to_take_the_room_of_the_oldest_remarks_under_their_file() -> None:
@@ -62,3 +62,15 @@ def test_what_the_user_said_and_a_stated_value_never_give_way() -> None:
 def test_a_name_fewer_than_three_messages_wrote_is_not_listed() -> None:
     _, line, gave_way = _fit(_span(2), 200)
     assert (line, gave_way) == ("", 0)
+
+
+def test_a_digest_that_left_nothing_out_keeps_every_line_and_names_only_in_the_room_left() -> None:
+    """When every line fits, none gives way: the names take only the room the lines left (here none)."""
+    span = _span(7)
+    counter = MessageCounter(shared_counter()[0])
+    room = sum(counter.count_text(line.text) + 1 for line in _chosen(span))
+    source = NamesSource(span, pair_calls(span), Mentions(span))
+    kept, line, gave_way = with_names_in_play(_chosen(span), source, room, counter, full=False)
+    assert (len(kept), line, gave_way) == (len(_chosen(span)), "", 0)
+    _, roomier, _ = with_names_in_play(_chosen(span), source, room + 60, counter, full=False)
+    assert "getBranchCheckpoints" in roomier

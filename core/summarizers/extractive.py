@@ -442,8 +442,8 @@ class ExtractiveSummarizer:
         head = f'<summary topic="{topic}" {turns}>'
         carried, room = self._rooms(request, head, counter)
         chosen, omitted = self._choose(reader.lines(), room, counter, reader)
-        chosen, in_play, given_up = with_names_in_play(chosen, NamesSource(reader.messages, reader.pairing, reader.mentions),
-                                                       room, counter)
+        source = NamesSource(reader.messages, reader.pairing, reader.mentions)
+        chosen, in_play, given_up = with_names_in_play(chosen, source, room, counter, full=bool(omitted or reader.unread))
         omitted += given_up
         parts = [carried] if carried else []
         body = [line.text for line in sorted(chosen, key=lambda line: line.order)]

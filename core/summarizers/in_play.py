@@ -73,15 +73,16 @@ def gives_way(line: Line) -> bool:
     return not value_statements(line.text.partition(": ")[2], 1, from_tool=False)
 
 
-def with_names_in_play(chosen: list[Chosen], source: NamesSource, room: int,
-                       counter: MessageCounter) -> tuple[list[Chosen], str, int]:
+def with_names_in_play(chosen: list[Chosen], source: NamesSource, room: int, counter: MessageCounter,
+                       *, full: bool) -> tuple[list[Chosen], str, int]:
     """The digest's ``chosen`` lines with the names line beside them, in ``room`` tokens: the lines
-    that gave way to it (those worth least, the oldest first) left out. And how many gave way."""
+    that gave way to it (those worth least, the oldest first) left out. And how many gave way.
+    ``full``: the digest left lines out; else every line stays and the names get what room is left."""
     costs = [counter.count_text(line.text) + 1 for line in chosen]
     free = room - sum(costs)
-    yielding = sorted((i for i, line in enumerate(chosen) if gives_way(line)),
+    yielding = sorted((i for i, line in enumerate(chosen) if full and gives_way(line)),
                       key=lambda i: (-chosen[i].priority, chosen[i].order))
-    names_room = min(max(free, int(room * NAMES_SHARE)), free + sum(costs[i] for i in yielding))
+    names_room = min(max(free, int(room * NAMES_SHARE)), free + sum(costs[i] for i in yielding)) if full else free
     # (a name only a line that may give way says is listed: that line may be the one to go)
     staying = "\n".join(line.text for i, line in enumerate(chosen) if i not in set(yielding))
     line = names_in_play(source, staying, names_room, counter)
