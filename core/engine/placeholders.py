@@ -46,7 +46,9 @@ def superseded(tool_name: str, path: str, line: int | None) -> str:
 CUT_NAMES = 8  # a cut through code names at most this many of the definitions it took (and counts the rest)
 
 
-EXCERPT_END = "\n[… compact: end of the lines kept from the cut …]\n"
+# How every marker of a cut opens: "[… compact: 1,204 tokens cut …]".
+CUT_START = "[… compact: "
+EXCERPT_END = f"\n{CUT_START}end of the lines kept from the cut …]\n"
 
 
 def cut(tokens: int, names: Sequence[str] = (), sections: Sequence[str] = (), excerpt: str = "") -> str:
@@ -62,8 +64,8 @@ def cut(tokens: int, names: Sequence[str] = (), sections: Sequence[str] = (), ex
     else:
         said = ""
     if excerpt:
-        return f"\n[… compact: {tokens:,} tokens cut{said}; of them, the lines naming the most: …]\n{excerpt}{EXCERPT_END}"
-    return f"\n[… compact: {tokens:,} tokens cut{said} …]\n"
+        return f"\n{CUT_START}{tokens:,} tokens cut{said}; of them, the lines naming the most: …]\n{excerpt}{EXCERPT_END}"
+    return f"\n{CUT_START}{tokens:,} tokens cut{said} …]\n"
 
 
 def with_content(message: Message, text: str) -> dict[str, object]:
@@ -174,18 +176,15 @@ def records_cut(tokens: int, kept: int, more: int, cap: int, shortened: Iterable
     if more:
         said.append(f"{more:,} more records cut")
     these = "this record" if kept == 1 else f"these {kept:,} records"
-    return f"{RECORDS_CUT_START}{tokens:,} tokens cut from {these}: {'; '.join(said)} …]"
-
-
-RECORDS_CUT_START = "[… compact: "
+    return f"{CUT_START}{tokens:,} tokens cut from {these}: {'; '.join(said)} …]"
 
 
 def records_cut_said(marker: str) -> tuple[int, list[str]] | None:
     """What a ``records_cut`` marker says: the tokens cut and the fields it names as dropped (past
     the CUT_NAMES it lists, only their count: those are not named again); None for another text."""
-    if not (marker.startswith(RECORDS_CUT_START) and marker.endswith(" …]") and " tokens cut from " in marker):
+    if not (marker.startswith(CUT_START) and marker.endswith(" …]") and " tokens cut from " in marker):
         return None
-    tokens = marker[len(RECORDS_CUT_START) :].split(" ", 1)[0].replace(",", "")
+    tokens = marker[len(CUT_START) :].split(" ", 1)[0].replace(",", "")
     if not tokens.isdigit():
         return None
     dropped = next((clause[len("dropped ") :] for clause in marker[:-3].split("; ") if clause.startswith("dropped ")), "")

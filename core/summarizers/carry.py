@@ -11,6 +11,7 @@ import re
 
 from core.counting.counter import MessageCounter
 from core.engine.clamp import clamp_text
+from core.engine.placeholders import CUT_START
 from core.summarizers.base import TRAILER
 
 _SEGMENT = re.compile(r"<summary\b.*?</summary>", re.DOTALL)
@@ -25,7 +26,7 @@ def _without_analysis(previous: str, counter: MessageCounter) -> str:
     if found is None:
         return previous
     cut = counter.count_text(found.group(0))
-    return f"{previous[:found.start()]}[… compact: the earlier summary's analysis, {cut:,} tokens, left out …]\n" \
+    return f"{previous[:found.start()]}{CUT_START}the earlier summary's analysis, {cut:,} tokens, left out …]\n" \
            f"{previous[found.end():]}"
 
 

@@ -202,8 +202,9 @@ def _assistant_lines(message: Mapping[str, Any], results: Mapping[str, str],
             add(FACT, f"- {call_name(call)} output: {one_line(fact, FACT_CHARS)}")
 
 
-# What an assistant message gave: the message, which of its calls' results were read, its lines and kinds.
-_Given = tuple[Mapping[str, Any], tuple[tuple[bool, bool], ...], list[tuple[int, str]], frozenset[str]]
+# What an assistant message gave: which of its calls' results were read (and got past an error), its
+# lines and kinds (the span memo holding it checks it is the same message).
+_Given = tuple[tuple[tuple[bool, bool], ...], list[tuple[int, str]], frozenset[str]]
 
 
 def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str],
@@ -216,7 +217,7 @@ def _read_assistant(message: Mapping[str, Any], results: Mapping[str, str],
 
     got_past = {str(call.get("id")) for call, (_, past) in zip(tool_calls(message), read, strict=True) if past}
     _assistant_lines(message, results, collect, found, failed, got_past)
-    return message, read, lines, frozenset(found)
+    return read, lines, frozenset(found)
 
 
 # An assistant message's lines are ordered by its position: room for this many lines of one message.
@@ -334,7 +335,7 @@ class _SpanReader:
             read = tuple((str(call.get("id")) in answers, (position, str(call.get("id"))) in self.got_past)
                          for call in tool_calls(message))
             known = self.earlier.get(message)
-            if known is None or known[1] != read:
+            if known is None or known[0] != read:
                 known = _read_assistant(message, answers, read, failed)
             if self.given is not None:
                 self.given.put(message, known)
@@ -343,14 +344,14 @@ class _SpanReader:
             # What a read found that a newer message of the span wrote whole again is gone.
             stale = {path for is_read, path, _ in touched if is_read and path in self._rewritten}
             starts = tuple(f"- read {path}{end}" for path in stale for end in (" ", ":"))
-            for priority, line in known[2]:
+            for priority, line in known[1]:
                 if starts and priority == READ and line.startswith(starts):
                     continue
                 ranked = self._ranked(priority, line, position)
                 if ranked is not None:
                     add(ranked, line)
-            self._quote_results(message, position, add, " ".join(line for _, line in known[2]), stale)
-            self.kinds |= known[3]
+            self._quote_results(message, position, add, " ".join(line for _, line in known[1]), stale)
+            self.kinds |= known[2]
             self._rewritten.update(path for is_read, path, whole in touched if whole and not is_read)
         self.unread = first
 
@@ -409,7 +410,6 @@ class _SpanReader:
         if known is None:
             known = self.later[line] = self.mentions.gone_back_to(line.text, line.order // _PER_MESSAGE)
         return known
-
 
 
 @dataclass(frozen=True)

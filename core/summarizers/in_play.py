@@ -84,7 +84,8 @@ def with_names_in_play(chosen: list[Chosen], source: NamesSource, room: int, cou
                       key=lambda i: (-chosen[i].priority, chosen[i].order))
     names_room = min(max(free, int(room * NAMES_SHARE)), free + sum(costs[i] for i in yielding)) if full else free
     # (a name only a line that may give way says is listed: that line may be the one to go)
-    staying = "\n".join(line.text for i, line in enumerate(chosen) if i not in set(yielding))
+    may_go = set(yielding)
+    staying = "\n".join(line.text for i, line in enumerate(chosen) if i not in may_go)
     line = names_in_play(source, staying, names_room, counter)
     if not line:
         return chosen, "", 0
