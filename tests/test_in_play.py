@@ -74,3 +74,15 @@ def test_a_digest_that_left_nothing_out_keeps_every_line_and_names_only_in_the_r
     assert (len(kept), line, gave_way) == (len(_chosen(span)), "", 0)
     _, roomier, _ = with_names_in_play(_chosen(span), source, room + 60, counter, full=False)
     assert "getBranchCheckpoints" in roomier
+
+
+def test_words_joined_by_hyphens_and_dunders_are_not_listed_as_names() -> None:
+    """"re-running" and `__name__` recur in an agent's writes like names but name nothing to look up."""
+    span = [msg("user", "Fix the walk.")]
+    for i in range(5):
+        span += [assistant_calls(call(f"e{i}", "Edit", file_path="/repo/walk.py", old_string=f"x{i}",
+                                      new_string=f"if __name__: walk_commits(re-running, {i})")),
+                 result(f"e{i}", "ok"), msg("assistant", f"Looking again at the walk and what it skips, round {i}.")]
+    counter = MessageCounter(shared_counter()[0])
+    line = with_names_in_play([], NamesSource(span, pair_calls(span), Mentions(span)), 200, counter, full=True)[1]
+    assert "walk_commits" in line and "re-running" not in line and "__name__" not in line

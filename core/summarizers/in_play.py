@@ -11,6 +11,7 @@ what the user said or asked, an error, a change, or a statement of a value.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ NAMES_MIN_TOKENS = 24  # (less room holds the label and a name or two: not worth
 IN_PLAY = "- names most used, by the file that held them: "
 ELSEWHERE = "elsewhere"  # the names no file call's message held
 _ASSISTANT_SAID = ("- assistant: ", "- assistant (thinking): ")
+# Not names a model can look up: words joined by hyphens ("re-running", "repo-aware",
+# "Co-Authored-By") and Python's dunders (__name__, __future__), in every module alike.
+_NOT_A_NAME = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+|__\w+__")
 
 
 class Line(Protocol):
@@ -109,7 +113,7 @@ def names_in_play(source: NamesSource, said: str, room: int, counter: MessageCou
     folders = {part.strip(".-") for name in source.mentions.at if "/" in name for part in name.split("/")}
     scored = sorted(((sum(2 if p >= half else 1 for p in where), name, where) for name, where in source.mentions.at.items()
                      if len(set(where)) >= NAMES_MIN_MESSAGES and "/" not in name and name not in folders
-                     and name not in said),
+                     and not _NOT_A_NAME.fullmatch(name) and name not in said),
                     key=lambda item: (-item[0], item[1]))
     by_file: dict[str, list[str]] = {}
     shown = ""
