@@ -59,9 +59,11 @@ def test_what_the_user_said_and_a_stated_value_never_give_way() -> None:
     assert "KX-4471-QP" in texts and "8443" in texts
 
 
-def test_a_name_fewer_than_three_messages_wrote_is_not_listed() -> None:
-    _, line, gave_way = _fit(_span(2), 200)
+def test_a_name_only_one_message_wrote_is_not_listed_and_one_two_wrote_is() -> None:
+    _, line, gave_way = _fit(_span(1), 200)
     assert (line, gave_way) == ("", 0)
+    _, line, _ = _fit(_span(2), 200)
+    assert "getBranchCheckpoints" in line
 
 
 def test_a_digest_that_left_nothing_out_keeps_every_line_and_names_only_in_the_room_left() -> None:

@@ -422,7 +422,7 @@ class ExtractiveSummarizer:
     _names: SpanMemo[set[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/18"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/19"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,

@@ -25,7 +25,7 @@ from core.summarizers.salience import Mentions
 from core.summarizers.statements import value_statements
 
 NAMES_SHARE = 0.15
-NAMES_MIN_MESSAGES = 3  # a name fewer messages named is not what the work revolves around
+NAMES_MIN_MESSAGES = 2  # a name one message named is not what the work revolves around
 NAMES_MIN_TOKENS = 24  # (less room holds the label and a name or two: not worth a line)
 IN_PLAY = "- names most used, by the file that held them: "
 ELSEWHERE = "elsewhere"  # the names no file call's message held
