@@ -59,6 +59,7 @@ from core.summarizers.statements import (
 )
 from core.summarizers.summary_files import touches
 from core.summarizers.topic import span_topic
+from core.summarizers.worth import by_worth
 
 ASK_CHARS = 400
 FACTS_PER_MESSAGE = 3
@@ -412,6 +413,11 @@ class _SpanReader:
         return known
 
 
+def _states_a_finding(line: _Line) -> bool:
+    """A fact or an error the span found (not what the user said, which ranks as a request or not)."""
+    return line.priority in (FACT, ERROR) and not line.text.startswith(_SAID)
+
+
 @dataclass(frozen=True)
 class ExtractiveSummarizer:
     name: str = "extractive"
@@ -422,7 +428,7 @@ class ExtractiveSummarizer:
     _names: SpanMemo[set[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
 
     def identity(self) -> str:
-        return "extractive/19"  # (bumped when what it writes changes: the summary cache misses)
+        return "extractive/20"  # (bumped when what it writes changes: the summary cache misses)
 
     def summarize(self, request: SummaryRequest, counter: MessageCounter) -> SummaryResult:
         reader = _SpanReader(request.messages, request.first_turn, self._given, frozenset(request.failed), self._names,
@@ -468,8 +474,10 @@ class ExtractiveSummarizer:
     @staticmethod
     def _choose(lines: list[_Line], room: int, counter: MessageCounter,
                 reader: _SpanReader | None = None) -> tuple[list[_Line], int]:
-        """The most useful lines that fit: by priority; within the findings (facts, errors) those the
-        rest of the span went back to first (salience.py); newer first. Past the newest
+        """The most useful lines that fit: the requests first, then the lines most worth their
+        tokens (worth.py: what they say of the names the span keeps coming back to that the lines
+        before them do not, and a finding's own worth); ties by priority, within the findings those
+        the rest of the span went back to first (salience.py), newer first. Past the newest
         RECENT_REQUESTS, the requests take at most REQUEST_SHARE of the room while other lines
         want it, then what is left."""
         def rank(line: _Line) -> tuple[int, bool, bool, int]:
@@ -477,6 +485,8 @@ class ExtractiveSummarizer:
             gone_back = reader is not None and reader.gone_back_to(line)
             return line.priority, not gone_back, ADDS in line.text, -line.order
         ordered = sorted(lines, key=rank)
+        if reader is not None:
+            ordered = by_worth(ordered, reader.mentions.recurrence(len(reader.messages)), counter, _states_a_finding)
         chosen: set[int] = set()
         used = 0
         for capped in (True, False):  # the second pass gives what is left to the requests held back

@@ -108,10 +108,10 @@ def names_in_play(source: NamesSource, said: str, room: int, counter: MessageCou
     lines) does not name already, grouped by file, in what fits ``room`` ("" when nothing does)."""
     if room < NAMES_MIN_TOKENS:
         return ""
-    half = len(source.messages) // 2
+    weights = source.mentions.recurrence(len(source.messages))
     # A path's folders are named with it (`worktrees`, `strategy`): the file lists say where they are.
     folders = {part.strip(".-") for name in source.mentions.at if "/" in name for part in name.split("/")}
-    scored = sorted(((sum(2 if p >= half else 1 for p in where), name, where) for name, where in source.mentions.at.items()
+    scored = sorted(((weights[name], name, where) for name, where in source.mentions.at.items()
                      if len(set(where)) >= NAMES_MIN_MESSAGES and "/" not in name and name not in folders
                      and not _NOT_A_NAME.fullmatch(name) and name not in said),
                     key=lambda item: (-item[0], item[1]))

@@ -81,6 +81,12 @@ class Mentions:
     def gone_back_to(self, text: str, position: int) -> bool:
         return self.later(text, position) >= LATER_MESSAGES
 
+    def recurrence(self, span: int) -> dict[str, int]:
+        """Each name's weight in a span of ``span`` messages: the messages naming it, those of the
+        newer half twice (what the work came back to lately is what it is about now)."""
+        half = span // 2
+        return {name: sum(2 if p >= half else 1 for p in where) for name, where in self.at.items()}
+
 
 # Of a tool's output, so many lines are looked at for lines worth quoting.
 QUOTE_SCAN_LINES = 300
