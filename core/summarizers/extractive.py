@@ -59,7 +59,7 @@ from core.summarizers.statements import (
 )
 from core.summarizers.summary_files import touches
 from core.summarizers.topic import span_topic
-from core.summarizers.worth import by_worth
+from core.summarizers.worth import by_worth, fitting
 
 ASK_CHARS = 400
 FACTS_PER_MESSAGE = 3
@@ -487,23 +487,6 @@ class ExtractiveSummarizer:
         ordered = sorted(lines, key=rank)
         if reader is not None:
             ordered = by_worth(ordered, reader.mentions.recurrence(len(reader.messages)), counter, _states_a_finding)
-        chosen: set[int] = set()
-        used = 0
-        for capped in (True, False):  # the second pass gives what is left to the requests held back
-            requests = asked = 0
-            for index, line in enumerate(ordered):
-                if room - used < 8:
-                    break  # full: counting the rest would only find they do not fit
-                if line.priority == REQUEST:
-                    requests += 1
-                if index in chosen or len(line.text) // 8 > room - used:
-                    continue  # chosen, or far too long for what is left: a token is rarely over 8 characters
-                cost = counter.count_text(line.text) + 1
-                held_back = capped and line.priority == REQUEST and requests > RECENT_REQUESTS \
-                    and asked + cost > room * REQUEST_SHARE
-                if used + cost <= room and not held_back:
-                    chosen.add(index)
-                    used += cost
-                    asked += cost if line.priority == REQUEST else 0
-        return [ordered[index] for index in sorted(chosen)], len(lines) - len(chosen)
+        chosen = fitting(ordered, room, counter, held_after=RECENT_REQUESTS, request_share=REQUEST_SHARE)
+        return [ordered[index] for index in chosen], len(lines) - len(chosen)
 

@@ -11,7 +11,8 @@ SHORTEST_COST tokens counted at that, so a short remark is not worth more for be
 requests come first, as ranked.
 
 Chosen greedily: a line's worth falls as the lines chosen before it name what it names, so the
-digest does not spend its room saying one function's name five times and another's never.
+digest does not spend its room saying one function's name five times and another's never. Then
+``fitting`` takes, in that order, what fits the room.
 """
 
 from __future__ import annotations
@@ -77,3 +78,29 @@ def by_worth(ranked: Sequence[Ranked], weights: Mapping[str, int], counter: Mess
         chosen.append(rest[index])
         said |= recurring[index]
     return requests + chosen
+
+
+def fitting(ordered: Sequence[Line], room: int, counter: MessageCounter, *, held_after: int,
+            request_share: float) -> list[int]:
+    """The positions in ``ordered`` of the lines that fit ``room``, taken in that order; past the
+    first ``held_after`` requests, the requests take at most ``request_share`` of the room while
+    other lines want it, then what is left."""
+    chosen: set[int] = set()
+    used = 0
+    for capped in (True, False):  # the second pass gives what is left to the requests held back
+        requests = asked = 0
+        for index, line in enumerate(ordered):
+            if room - used < 8:
+                break  # full: counting the rest would only find they do not fit
+            if line.priority == REQUEST:
+                requests += 1
+            if index in chosen or len(line.text) // 8 > room - used:
+                continue  # chosen, or far too long for what is left: a token is rarely over 8 characters
+            cost = counter.count_text(line.text) + 1
+            held_back = capped and line.priority == REQUEST and requests > held_after \
+                and asked + cost > room * request_share
+            if used + cost <= room and not held_back:
+                chosen.add(index)
+                used += cost
+                asked += cost if line.priority == REQUEST else 0
+    return sorted(chosen)
