@@ -94,7 +94,7 @@ class _Memo:
 
 # Without `turns`, under a token budget: the summary may take this share of the budget (plus as
 # much again for an earlier summary it folds in), and never more than `max_tokens`.
-SUMMARY_SHARE = 0.25
+SUMMARY_SHARE = 0.3
 # A digest this much smaller than its room (share of the budget) gives the room back to the messages.
 SLACK_SHARE = 0.03
 # The share of the summary's room the summarizer's text may take.
