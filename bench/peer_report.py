@@ -16,6 +16,10 @@ AGE_BUCKETS = ((20, "0-19 back"), (50, "20-49 back"), (100, "50-99 back"), (200,
 OLDEST_BUCKET = "200+ back"
 
 
+def recency(age: int) -> str:
+    return "recent" if age < AGE_BUCKETS[0][0] else "older"
+
+
 def age_bucket(age: int) -> str:
     return next((name for limit, name in AGE_BUCKETS if age < limit), OLDEST_BUCKET)
 
@@ -85,6 +89,8 @@ def loss_map(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         result[str(multiple)] = {
             "by_source": dict(sorted(tally(lost, lambda i: f"{i['source']}, {age_bucket(i['age'])}").items())),
             "by_kind": by_weight(tally(lost, lambda i: i["kind"])),
+            "by_fate": by_weight(tally([i for i in lost if i.get("fate")],
+                                       lambda i: f"{i['source']}, {recency(i['age'])}, {i['fate']}")),
             "examples": {s: heaviest([i for i in lost if i["source"] == s]) for s in sources},
             "compact_only_by_kind": by_weight(tally(won, lambda i: i["kind"])),
             "compact_only_examples": heaviest(won),
@@ -155,6 +161,11 @@ def loss_markdown(losses: dict[str, dict[str, Any]]) -> str:
                 f"| {source} | " + " | ".join(f"{c[0]} ({c[1]})" for c in cells + [total]) + " |"
             )
         out += ["", f"By needle kind: {kind_list(loss['by_kind'])}.", ""]
+        fates = loss.get("by_fate", {})
+        if fates:
+            total = sum(w for _, w in fates.values()) or 1
+            out += ["By what became of that message (source, recent = the newest 20 messages, fate): "
+                    + "; ".join(f"{key} {w / total:.0%}" for key, (_, w) in fates.items()) + ".", ""]
         for source, names in loss["examples"].items():
             out.append(f"- {source}: " + examples(names))
         out.append(
@@ -174,16 +185,21 @@ def examples(names: list[str]) -> str:
 
 
 def boundary_losses(rows: list[dict[str, Any]], multiple: int = 1) -> str:
-    """Per boundary, at one multiple: what only Claude Code's summary kept (weight by source, and
-    the share from the newest 20 messages) and what only compact kept."""
+    """Per boundary, at one multiple: what only Claude Code's summary kept (weight by source, the
+    share from the newest 20 messages, and where those messages went: into the span compact's
+    summary replaced, by source, or into the tail, cut or cleared), the room the summary had for
+    its span, and what only compact kept."""
     sources = ["tool output", "agent's own writes", "user text", "earlier summary"]
     out = [
         "",
         (f"Per boundary at {multiple}×B, weight of the needles only Claude Code's summary kept, by "
-        "source, and of those only compact kept:"),
+        "source; of them, those whose message compact summarized (by source) or kept in the tail "
+        "with that part cut or cleared; the tokens compact's summary had for the messages it "
+        "replaced; and the weight only compact kept:"),
         "",
-        "| boundary | only the summary | " + " | ".join(sources) + " | from the newest 20 | only compact |",
-        "|---|---|" + "---|" * len(sources) + "---|---|",
+        "| boundary | only the summary | " + " | ".join(sources) + " | from the newest 20 "
+        "| summarized: tool output / writes / user / other | in the tail | summary tokens / messages | only compact |",
+        "|---|---|" + "---|" * len(sources) + "---|---|---|---|---|",
     ]
     for row in rows:
         kept = row["kept_by_one"][str(multiple)]
@@ -191,9 +207,17 @@ def boundary_losses(rows: list[dict[str, Any]], multiple: int = 1) -> str:
         weight = sum(i["weight"] for i in lost)
         by_source = [sum(i["weight"] for i in lost if i["source"] == s) for s in sources]
         recent = sum(i["weight"] for i in lost if i["age"] < AGE_BUCKETS[0][0])
+        summarized = [sum(i["weight"] for i in lost if i["source"] == s and i.get("fate") == "summarized")
+                      for s in sources[:3]]
+        summarized.append(sum(i["weight"] for i in lost if i["source"] not in sources[:3] and i.get("fate") == "summarized"))
+        tail = sum(i["weight"] for i in lost if i.get("fate") not in (None, "", "summarized"))
+        mine = row["methods"][f"compact {multiple}×B"]
+        room = (f"{mine['summary_tokens']:,} / {mine['summarized_messages']}"
+                if mine.get("summarized_messages") else "-")
         out.append(
             f"| {row['label']} | {len(lost)} ({weight}) | " + " | ".join(map(str, by_source))
             + f" | {pct(recent / weight) if weight else '-'} "
+            + f"| {' / '.join(map(str, summarized))} | {tail} | {room} "
             + f"| {len(kept['compact_only'])} ({sum(i['weight'] for i in kept['compact_only'])}) |"
         )
     return "\n".join(out) + "\n"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -56,6 +57,7 @@ from quality import (
     needles_for,
     newest_that_fit,
     occurs,
+    origin,
     retention,
     run_compact,
 )
@@ -204,10 +206,15 @@ def bare_line(line: str) -> bool:
     return len(words) >= 2 and sum(is_identifier(w) for w in words) >= BARE_SHARE * len(words)
 
 
+SPAN = re.compile(r"\(lines [\d-]+, (\d+) messages\)")
+
+
 def summary_stats(output: Sequence[Message]) -> dict[str, float]:
     """compact's own summary (not an earlier one of Claude Code's it kept): its share of the output's
-    tokens, and the share of its tokens on lines that are bare lists of names."""
+    tokens, the share of its tokens on lines that are bare lists of names, its tokens and how many
+    messages it stands for."""
     texts = [countable_text(m.data) for m in output if starts_with_marker(m.data, SUMMARY_MARKER)]
+    spans = [int(found.group(1)) for text in texts if (found := SPAN.search(text))]
     lines = [line for text in texts for line in text.splitlines() if line.strip()]
     tokens = count([Message({"role": "user", "content": line}) for line in lines]) if lines else []
     bare = sum(t for t, line in zip(tokens, lines, strict=True) if bare_line(line))
@@ -215,6 +222,8 @@ def summary_stats(output: Sequence[Message]) -> dict[str, float]:
     return {
         "summary_share": total / (sum(count(output)) or 1),
         "bare_identifier_share": bare / (sum(tokens) or 1),
+        "summary_tokens": total,
+        "summarized_messages": sum(spans),
     }
 
 
@@ -237,14 +246,17 @@ def evaluate(boundary: Boundary, work: Path, timing: dict[str, float], options: 
     needles = needles_for(continuation, "\n".join(message_texts(prefix)))
     budget = count([summary])[0]
     methods: dict[str, dict[str, Any]] = {PEER: score_output([summary], needles, budget)}
+    stayed: dict[int, set[str]] = {}
     for multiple in MULTIPLES:
-        for name, run in method_runs(prefix_path, work / f"{stem}-out{multiple}.jsonl", options).items():
+        out = work / f"{stem}-out{multiple}.jsonl"
+        for name, run in method_runs(prefix_path, out, options).items():
             started = time.perf_counter()
             output = run(prefix, multiple * budget)
             timing[name] = timing.get(name, 0.0) + time.perf_counter() - started
             row = score_output(output, needles, multiple * budget)
             if name == "compact":
                 row.update(summary_stats(output))
+                stayed[multiple] = uuids(out.read_bytes().splitlines())
             methods[f"{name} {multiple}×B"] = row
     return {
         "label": boundary.label,
@@ -255,8 +267,17 @@ def evaluate(boundary: Boundary, work: Path, timing: dict[str, float], options: 
         "continuation_messages": len(continuation),
         "needles": len(needles),
         "methods": methods,
-        "kept_by_one": kept_by_one(methods, needles, prefix),
+        "kept_by_one": kept_by_one(methods, needles, prefix, boundary.prefix_lines, stayed),
     }
+
+
+def uuids(lines: Sequence[bytes]) -> set[str]:
+    """The ids of a Claude Code log's lines (a message compact kept whole or rewrote keeps its id)."""
+    found = set()
+    for data in parsed(list(lines)):
+        if data is not None and isinstance(data.get("uuid"), str):
+            found.add(data["uuid"])
+    return found
 
 
 def method_runs(
@@ -284,14 +305,33 @@ def score_output(output: Sequence[Message], needles: dict[str, tuple[str, int]],
     return row
 
 
+IN_SPAN = "summarized"
+IN_TAIL = "in the tail, cut or cleared"
+
+
 def kept_by_one(
-    methods: dict[str, dict[str, Any]], needles: dict[str, tuple[str, int]], prefix: list[Message]
+    methods: dict[str, dict[str, Any]], needles: dict[str, tuple[str, int]], prefix: list[Message],
+    native: Sequence[bytes] = (), stayed: dict[int, set[str]] | None = None,
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Per multiple: the needles Claude Code's summary kept and compact's output lost, and the other
-    way round, with where in the prefix each was (the newest message holding it)."""
+    way round, with where in the prefix each was (the newest message holding it) and, for those
+    compact lost, what became of that message: in the span its summary replaced, or kept in the
+    tail with that part cut or cleared (``native``: the prefix's lines; ``stayed``: per multiple,
+    the ids of the lines of compact's output)."""
     sources = needle_sources(needles, prefix)
+    lines = parsed(list(native))
 
-    def described(names: set[str]) -> list[dict[str, Any]]:
+    def ids(message: Message) -> set[str]:
+        return {str(data["uuid"]) for n in origin(message) if 0 < n <= len(lines)
+                and (data := lines[n - 1]) is not None and "uuid" in data}
+
+    def fate(needle: str, multiple: int) -> str:
+        source, age = sources[needle]
+        if stayed is None or multiple not in stayed or age >= len(prefix):
+            return ""
+        return IN_TAIL if ids(prefix[len(prefix) - 1 - age]) & stayed[multiple] else IN_SPAN
+
+    def described(names: set[str], multiple: int | None = None) -> list[dict[str, Any]]:
         return [
             {
                 "needle": n,
@@ -299,6 +339,7 @@ def kept_by_one(
                 "weight": needles[n][1],
                 "source": SOURCE_KINDS.get(sources[n][0], sources[n][0]),
                 "age": sources[n][1],
+                **({"fate": fate(n, multiple)} if multiple is not None else {}),
             }
             for n in sorted(names)
         ]
@@ -307,7 +348,7 @@ def kept_by_one(
     found: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for multiple in MULTIPLES:
         mine = set(methods[f"compact {multiple}×B"]["kept"])
-        found[str(multiple)] = {"peer_only": described(peer - mine), "compact_only": described(mine - peer)}
+        found[str(multiple)] = {"peer_only": described(peer - mine, multiple), "compact_only": described(mine - peer)}
     return found
 
 

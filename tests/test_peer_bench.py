@@ -49,6 +49,25 @@ def test_each_boundary_gets_every_row_within_its_budget_and_the_slice_is_named(p
     assert all(key.split(", ")[0] in peer.SOURCE_KINDS.values() for key in loss["by_source"])
 
 
+def test_each_needle_compact_lost_says_whether_its_summary_or_its_tail_lost_it(peer, two_runs) -> None:
+    """What is still lost and why: each needle only Claude Code's summary kept is told by what became
+    of the newest message holding it, and the per-boundary table accounts for all of their weight."""
+    report, table = two_runs[0]
+    for boundary in report["boundaries"]:
+        mine = boundary["methods"]["compact 1×B"]
+        assert 0 < mine["summarized_messages"] < boundary["prefix_messages"]
+        assert 0 < mine["summary_tokens"] <= mine["tokens"]
+        for multiple in ("1", "2", "4"):
+            lost = boundary["kept_by_one"][multiple]["peer_only"]
+            assert {item["fate"] for item in lost} <= {peer.IN_SPAN, peer.IN_TAIL}
+        lost = boundary["kept_by_one"]["1"]["peer_only"]
+        row = next(line for line in table.splitlines() if line.startswith(f"| {boundary['label']} |") and "/" in line
+                   and line.count("|") > 10)
+        cells = [cell.strip() for cell in row.split("|")[1:-1]]
+        summarized = sum(int(part) for part in cells[7].split(" / "))
+        assert summarized + int(cells[8]) == sum(item["weight"] for item in lost)
+
+
 def check_rows(boundary: dict) -> None:
     summary_tokens = boundary["summary_tokens"]
     assert 1000 < summary_tokens < boundary["prefix_tokens"]
