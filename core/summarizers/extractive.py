@@ -251,7 +251,7 @@ class _SpanReader:
 
     def __init__(self, messages: Sequence[Mapping[str, Any]], first_turn: int,
                  given: SpanMemo[_Given] | None = None, failed: frozenset[int] = frozenset(),
-                 names: SpanMemo[set[str]] | None = None,
+                 names: SpanMemo[frozenset[str]] | None = None,
                  turns: Sequence[int] = ()) -> None:
         self.messages = messages
         self.mentions = Mentions(messages, names)
@@ -425,7 +425,7 @@ class ExtractiveSummarizer:
     # Each assistant message's lines and each message's names, for the span read last: a run composes
     # one span's summary several times (to leave the file lists room, to keep the newest exchanges, to top up).
     _given: SpanMemo[_Given] = field(default_factory=SpanMemo, compare=False, repr=False)
-    _names: SpanMemo[set[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
+    _names: SpanMemo[frozenset[str]] = field(default_factory=SpanMemo, compare=False, repr=False)
 
     def identity(self) -> str:
         return "extractive/20"  # (bumped when what it writes changes: the summary cache misses)

@@ -11,6 +11,7 @@ arguments of its calls (tool output is the bulk of a span and mostly echoes what
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,8 +32,22 @@ COMMON_SHARE = 0.25
 LATER_MESSAGES = 2
 
 
-def names_in(text: str) -> set[str]:
+# A line this short (a digest line, a line of a tool's output) is looked up again and again as a
+# run composes a span's summary more than once: its names are remembered, a long text's are not.
+SHORT_TEXT = 400
+
+
+def names_in(text: str) -> frozenset[str]:
     """The distinctive names ``text`` holds (see _NAME), without surrounding punctuation."""
+    return _short_names(text) if len(text) <= SHORT_TEXT else _names(text)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _short_names(text: str) -> frozenset[str]:
+    return _names(text)
+
+
+def _names(text: str) -> frozenset[str]:
     found: set[str] = set()
     for match in _NAME.finditer(text):
         name = (match.group(1) or match.group(2) or "").strip(".-/~")
@@ -40,7 +55,7 @@ def names_in(text: str) -> set[str]:
             found.add(name)
         if "/" in name:  # a path is named by its parts too (`-mnt-c-python-cctrace-test` in ~/.claude/projects/…/)
             found.update(part.strip(".-") for part in name.split("/") if len(part.strip(".-")) >= 6)
-    return found
+    return frozenset(found)
 
 
 def _message_text(message: Mapping[str, Any]) -> str:
@@ -55,7 +70,7 @@ def _message_text(message: Mapping[str, Any]) -> str:
 class Mentions:
     """Where each name of a span is mentioned: the positions of the messages naming it."""
 
-    def __init__(self, messages: Sequence[Mapping[str, Any]], memo: SpanMemo[set[str]] | None = None) -> None:
+    def __init__(self, messages: Sequence[Mapping[str, Any]], memo: SpanMemo[frozenset[str]] | None = None) -> None:
         """``memo`` keeps each message's names between spans (a run composes one span's summary
         several times, over spans that overlap); it is left holding this span's only."""
         self.at: dict[str, list[int]] = {}
