@@ -326,7 +326,7 @@ def kept_by_one(
                 and (data := lines[n - 1]) is not None and "uuid" in data}
 
     def fate(needle: str, multiple: int) -> str:
-        source, age = sources[needle]
+        age = sources[needle][1]
         if stayed is None or multiple not in stayed or age >= len(prefix):
             return ""
         return IN_TAIL if ids(prefix[len(prefix) - 1 - age]) & stayed[multiple] else IN_SPAN

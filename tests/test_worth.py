@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from core.counting.counter import MessageCounter
+from core.summarizers.base import SummaryRequest
 from core.summarizers.call_lines import CHANGE, COMMAND, ERROR, FACT, REMARK, REQUEST
 from core.summarizers.extractive import ExtractiveSummarizer, _Line
-from core.summarizers.base import SummaryRequest
 from core.summarizers.worth import by_worth
-from tests.helpers import assistant_calls, call, msg, result, shared_counter
+from tests.helpers import msg, shared_counter
 
 
 def _counter() -> MessageCounter:
