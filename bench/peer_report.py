@@ -14,6 +14,9 @@ PEER = "claude-code-summary"
 BASELINE_NAMES = ("newest-that-fit", "clear-3-then-newest")
 AGE_BUCKETS = ((20, "0-19 back"), (50, "20-49 back"), (100, "50-99 back"), (200, "100-199 back"))
 OLDEST_BUCKET = "200+ back"
+# What became of the newest message holding a needle compact lost.
+IN_SPAN = "summarized"
+IN_TAIL = "in the tail, cut or cleared"
 
 
 def recency(age: int) -> str:
@@ -207,10 +210,10 @@ def boundary_losses(rows: list[dict[str, Any]], multiple: int = 1) -> str:
         weight = sum(i["weight"] for i in lost)
         by_source = [sum(i["weight"] for i in lost if i["source"] == s) for s in sources]
         recent = sum(i["weight"] for i in lost if i["age"] < AGE_BUCKETS[0][0])
-        summarized = [sum(i["weight"] for i in lost if i["source"] == s and i.get("fate") == "summarized")
+        summarized = [sum(i["weight"] for i in lost if i["source"] == s and i.get("fate") == IN_SPAN)
                       for s in sources[:3]]
-        summarized.append(sum(i["weight"] for i in lost if i["source"] not in sources[:3] and i.get("fate") == "summarized"))
-        tail = sum(i["weight"] for i in lost if i.get("fate") not in (None, "", "summarized"))
+        summarized.append(sum(i["weight"] for i in lost if i["source"] not in sources[:3] and i.get("fate") == IN_SPAN))
+        tail = sum(i["weight"] for i in lost if i.get("fate") == IN_TAIL)
         mine = row["methods"][f"compact {multiple}×B"]
         room = (f"{mine['summary_tokens']:,} / {mine['summarized_messages']}"
                 if mine.get("summarized_messages") else "-")

@@ -39,6 +39,8 @@ sys.path.insert(0, str(HERE))
 import orjson
 from peer_report import (
     BASELINE_NAMES,
+    IN_SPAN,
+    IN_TAIL,
     MULTIPLES,
     PEER,
     aggregate,
@@ -303,10 +305,6 @@ def score_output(output: Sequence[Message], needles: dict[str, tuple[str, int]],
     tokens = sum(count(output))
     row.update(tokens=tokens, budget_use=tokens / budget)
     return row
-
-
-IN_SPAN = "summarized"
-IN_TAIL = "in the tail, cut or cleared"
 
 
 def kept_by_one(

@@ -486,7 +486,7 @@ class ExtractiveSummarizer:
             return line.priority, not gone_back, ADDS in line.text, -line.order
         ordered = sorted(lines, key=rank)
         if reader is not None:
-            ordered = by_worth(ordered, reader.mentions.recurrence(len(reader.messages)), counter, _states_a_finding)
+            ordered = by_worth(ordered, reader.mentions.recurrence, counter, _states_a_finding)
         chosen = fitting(ordered, room, counter, held_after=RECENT_REQUESTS, request_share=REQUEST_SHARE)
         return [ordered[index] for index in chosen], len(lines) - len(chosen)
 

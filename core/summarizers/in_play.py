@@ -108,7 +108,7 @@ def names_in_play(source: NamesSource, said: str, room: int, counter: MessageCou
     lines) does not name already, grouped by file, in what fits ``room`` ("" when nothing does)."""
     if room < NAMES_MIN_TOKENS:
         return ""
-    weights = source.mentions.recurrence(len(source.messages))
+    weights = source.mentions.recurrence
     # A path's folders are named with it (`worktrees`, `strategy`): the file lists say where they are.
     folders = {part.strip(".-") for name in source.mentions.at if "/" in name for part in name.split("/")}
     scored = sorted(((weights[name], name, where) for name, where in source.mentions.at.items()

@@ -74,6 +74,7 @@ class Mentions:
         """``memo`` keeps each message's names between spans (a run composes one span's summary
         several times, over spans that overlap); it is left holding this span's only."""
         self.at: dict[str, list[int]] = {}
+        self.span = len(messages)
         earlier = memo.renewed() if memo is not None else None
         for position, message in enumerate(messages):
             known = earlier.get(message) if earlier is not None else None
@@ -96,10 +97,11 @@ class Mentions:
     def gone_back_to(self, text: str, position: int) -> bool:
         return self.later(text, position) >= LATER_MESSAGES
 
-    def recurrence(self, span: int) -> dict[str, int]:
-        """Each name's weight in a span of ``span`` messages: the messages naming it, those of the
-        newer half twice (what the work came back to lately is what it is about now)."""
-        half = span // 2
+    @functools.cached_property
+    def recurrence(self) -> dict[str, int]:
+        """Each name's weight in the span: the messages naming it, those of the newer half twice
+        (what the work came back to lately is what it is about now)."""
+        half = self.span // 2
         return {name: sum(2 if p >= half else 1 for p in where) for name, where in self.at.items()}
 
 
